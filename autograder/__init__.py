@@ -1,0 +1,1 @@
+"""The course autograder: `python -m autograder --help`."""

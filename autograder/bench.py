@@ -1,0 +1,93 @@
+"""`python -m autograder bench`: the reference solutions against PyTorch on a GPU, as JSON and a table.
+
+Every implementation of one call is timed in the same run, interleaved call by call, with L2 flushed
+before each call; the copy bandwidth measured in the same run is the ceiling that % of peak refers to.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import sys
+from pathlib import Path
+
+import torch
+
+from autograder import timing
+from autograder.spec import generator
+from autograder.specs import load_spec
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def gpu_slug(name: str) -> str:
+    for key in ("H200", "H100", "B200", "A100", "L40S", "L4", "4090", "3090"):
+        if key.lower() in name.lower():
+            return key.lower()
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def markdown_table(results: dict) -> str:
+    meta = results["meta"]
+    lines = [
+        f"Measured on {meta['gpu']} ({meta['date']}; torch {meta['torch']}, triton {meta['triton']}); "
+        f"device copy {meta['copy_gbps']:,.0f} GB/s. Median of {meta['reps']} calls, L2 flushed before each.",
+        "",
+        "| pass | shape | dtype | impl | time (us) | GB/s | % of copy | vs eager |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    eager = {(r["pass"], tuple(r["shape"])): r["ms"] for r in results["rows"] if r["impl"] == "eager"}
+    for r in results["rows"]:
+        base = eager.get((r["pass"], tuple(r["shape"])))
+        ratio = f"{base / r['ms']:.2f}x" if base else ""
+        shape = "x".join(map(str, r["shape"]))
+        lines.append(
+            f"| {r['pass']} | {shape} | {r['dtype']} | {r['impl']} | {r['ms'] * 1e3:,.1f} | {r['gbps']:,.0f} | "
+            f"{r['pct_copy']:.0f}% | {ratio} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
+    if not torch.cuda.is_available():
+        print("bench needs a CUDA GPU: the CPU interpreter says nothing about speed. Run it on a GPU machine.")
+        return 2
+    from course.loader import load_kernels
+
+    device = torch.device("cuda")
+    name = torch.cuda.get_device_name(0)
+    out = out or REPO_ROOT / "results" / gpu_slug(name)
+    out.mkdir(parents=True, exist_ok=True)
+    reps = 10 if quick else 30
+    copy_gbps = timing.copy_bandwidth_gbps(device)
+    for slug in slugs:
+        spec_module = sys.modules.get(f"autograder.specs.{slug}") or __import__(f"autograder.specs.{slug}", fromlist=["x"])
+        load_spec(slug)
+        module = load_kernels(slug, "solutions")
+        rows = []
+        for case in spec_module.bench_suite(module, quick):
+            pool = [case.make_inputs(case.params, generator(1000 + i, device), device) for i in range(2)]
+            calls = {impl: [prepare(inputs) for inputs in pool] for impl, prepare in case.impls.items()}
+            times = timing.time_interleaved({k: (lambda i, c=c: c[i]()) for k, c in calls.items()}, len(pool), reps, device)
+            for impl, ts in times.items():
+                ms = timing.median(ts)
+                gbps = case.bytes_moved / (ms * 1e-3) / 1e9
+                rows.append({"pass": case.pass_name, "shape": case.params["shape"], "dtype": case.params["dtype"],
+                             "impl": impl, "ms": ms, "gbps": gbps, "pct_copy": 100 * gbps / copy_gbps,
+                             "spread": timing.spread(ts)})
+                print(f"{slug} {case.pass_name:8s} {str(case.params['shape']):15s} {impl:14s} {ms * 1e3:9.1f} us {gbps:8.0f} GB/s", flush=True)
+        import triton
+
+        results = {
+            "meta": {
+                "gpu": name, "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
+                "python": platform.python_version(), "date": datetime.date.today().isoformat(),
+                "copy_gbps": copy_gbps, "reps": reps, "command": f"python -m autograder bench {slug}",
+            },
+            "rows": rows,
+        }  # fmt: skip
+        (out / f"{slug}.json").write_text(json.dumps(results, indent=1) + "\n")
+        (out / f"{slug}.md").write_text(markdown_table(results))
+        print(markdown_table(results))
+    return 0

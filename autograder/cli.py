@@ -1,0 +1,166 @@
+"""Command line: python -m autograder {grade,release,doctor,bench}."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from autograder.specs import SLUGS
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _console(stderr: bool = False) -> Console:
+    """Rich output; piped into a file or CI log, lines are kept long instead of wrapped at 80 columns."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=200, soft_wrap=False)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autograder", description="Grade, release and benchmark the course's kernels.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade a submission (yours, in assignments/, by default)")
+    g.add_argument("slugs", nargs="*", metavar="SLUG", help=f"assignments to grade (default: all; the course has {', '.join(SLUGS)})")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--submission", type=Path, help="a folder shaped like assignments/ (SLUG/kernels.py), or one kernels.py")
+    src.add_argument("--solutions", action="store_true", help="grade the reference solutions in solutions/")
+    g.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="cpu: interpreter tier; cuda: GPU tier (default: cuda if there is a GPU)")
+    g.add_argument("--json", type=Path, metavar="FILE", help="also write Gradescope's results.json here")
+    g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
+    g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU)")
+    g.add_argument("--reps", type=int, default=50, help="timed calls per speed case (GPU)")
+    g.add_argument("--verbose", action="store_true", help="repeat every message in full")
+    g.add_argument("--skip-doctor", action="store_true", help="skip the install check")
+
+    r = sub.add_parser("release", help="write assignments/ from solutions/ (instructors)")
+    r.add_argument("slugs", nargs="*", metavar="SLUG")
+    r.add_argument("--check", action="store_true", help="only check that assignments/ is what the release makes")
+
+    d = sub.add_parser("doctor", help="check the install and say where kernels run")
+    d.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+
+    b = sub.add_parser("bench", help="time the solutions against PyTorch on a GPU (instructors)")
+    b.add_argument("slugs", nargs="*", metavar="SLUG")
+    b.add_argument("--out", type=Path, help="folder for the JSON and markdown table (default results/<gpu>/)")
+    b.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    return p
+
+
+def _submission_files(args: argparse.Namespace, console: Console) -> dict[str, Path] | None:
+    """slug -> kernels.py to grade, or None after explaining what is wrong with the arguments."""
+    unknown = [s for s in args.slugs if s not in SLUGS]
+    if unknown:
+        console.print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
+        return None
+    slugs = args.slugs or SLUGS
+    if args.solutions:
+        return {s: REPO_ROOT / "solutions" / s / "kernels.py" for s in slugs}
+    if args.submission is None:
+        return {s: REPO_ROOT / "assignments" / s / "kernels.py" for s in slugs}
+    path = args.submission.resolve()
+    if path.is_file():
+        if len(args.slugs) == 1:
+            return {args.slugs[0]: path}
+        if not args.slugs and path.parent.name in SLUGS:
+            return {path.parent.name: path}
+        console.print(f"Name the assignment that {path.name} is for, e.g. `python -m autograder grade rmsnorm --submission {args.submission}`.")
+        return None
+    if not path.is_dir():
+        console.print(f"There is no file or folder {args.submission}: pass a folder shaped like assignments/, or a kernels.py.")
+        return None
+    if (path / "kernels.py").exists() and len(args.slugs) == 1:
+        return {args.slugs[0]: path / "kernels.py"}
+    found = {s: path / s / "kernels.py" for s in slugs if (path / s / "kernels.py").exists() or args.slugs}
+    if not found:
+        console.print(f"{args.submission} holds no SLUG/kernels.py for {', '.join(slugs)}: lay it out like assignments/.")
+        return None
+    return found
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from autograder.doctor import resolve_device, run_doctor
+    from autograder.grade import grade_assignment
+    from autograder.report import print_result, write_json
+
+    console = _console()
+    err = _console(stderr=True)
+    files = _submission_files(args, console)
+    if files is None:
+        return 2
+    if args.skip_doctor:
+        device = resolve_device(args.device)
+    else:
+        doc = run_doctor(args.device)
+        if doc.problem:
+            console.print(f"[red]The install check failed.[/red] {doc.problem}")
+            return 2
+        device = doc.device
+    where = "GPU tier (float32, float16, bfloat16; speed graded)" if device == "cuda" else "CPU tier (Triton interpreter, float32; speed not graded)"
+    console.print(f"Grading {', '.join(files)} on the {where}.\n")
+    results = []
+    for slug, path in files.items():
+        if err.is_terminal:
+            with err.status(f"grading {slug}") as status:
+                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s))
+        else:
+            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False))
+        print_result(console, result, args.verbose)
+        results.append(result)
+    total = sum(r.score(False) for r in results)
+    most = sum(r.max_score(False) for r in results)
+    bonus = sum(r.score(True) for r in results)
+    console.print(f"[bold]Total: {total:.1f}/{most:.1f} points, bonus {bonus:.1f}.[/bold]")
+    if args.json:
+        write_json(args.json, results, f"Graded on the {where}.")
+        console.print(f"Wrote {args.json}.")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from autograder.release import release
+
+    slugs = args.slugs or SLUGS
+    differing = release(slugs, check=args.check)
+    if args.check:
+        if differing:
+            print("assignments/ is not what the release makes from solutions/; these differ:")
+            print("\n".join(f"  {p}" for p in differing))
+            print("Run `python -m autograder release` (or `make release`) and commit the result.")
+            return 1
+        print(f"assignments/ matches solutions/ for {', '.join(slugs)}.")
+        return 0
+    print("\n".join(f"wrote {p}" for p in differing) or "assignments/ was already up to date.")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from autograder.doctor import run_doctor
+
+    console = _console()
+    doc = run_doctor(args.device)
+    for ok, text in doc.lines:
+        console.print(f"[green]ok[/green]   {text}" if ok else f"[yellow]note[/yellow] {text}")
+    if doc.problem:
+        console.print(f"[red]problem[/red] {doc.problem}")
+        return 2
+    console.print("The install works: grade with `make grade` or `python -m autograder grade`.")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from autograder.bench import run_bench
+
+    return run_bench(args.slugs or SLUGS, args.out, args.quick)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Grading results as terminal tables and as Gradescope's results.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from autograder.grade import AssignmentResult
+
+STYLE = {
+    "passed": ("PASS", "green"),
+    "failed": ("FAIL", "red"),
+    "error": ("ERROR", "red"),
+    "timeout": ("TIMEOUT", "red"),
+    "not_implemented": ("TODO", "yellow"),
+    "skipped": ("-", "dim"),
+}
+
+
+def _pts(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+def print_result(console: Console, result: AssignmentResult, verbose: bool = False) -> None:
+    table = Table(title=f"{result.title}  [{result.tier.upper()} tier]", title_justify="left", expand=False)
+    table.add_column("task")
+    table.add_column("case")
+    table.add_column("result")
+    table.add_column("points", justify="right")
+    table.add_column("details", overflow="fold", max_width=90)
+    shown_messages: set[str] = set()
+    for c in result.cases:
+        label, style = STYLE.get(c.status, (c.status, ""))
+        task = c.task + (" (bonus)" if c.bonus else "") + (" speed" if c.kind == "speed" else "")
+        message = c.message
+        # The same sentence for every case (not implemented, no import) is said once.
+        if not verbose and message in shown_messages and c.status not in ("passed", "skipped") and c.kind != "speed":
+            message = "(as above)"
+        shown_messages.add(c.message)
+        points = "-" if c.max_score == 0 else f"{_pts(c.score)}/{_pts(c.max_score)}"
+        table.add_row(task, c.name, Text(label, style=style), points, message)
+    console.print(table)
+    line = f"{result.title}: {_pts(result.score(False))}/{_pts(result.max_score(False))} points"
+    if result.max_score(True):
+        line += f", bonus {_pts(result.score(True))}/{_pts(result.max_score(True))}"
+    console.print(Text(line, style="bold"))
+    if result.note:
+        console.print(Text(result.note, style="dim"))
+    console.print()
+
+
+def gradescope_json(results: list[AssignmentResult], header: str = "") -> dict[str, Any]:
+    """Gradescope's results.json: one test per case, and speed-ups on the leaderboard."""
+    tests = []
+    leaderboard = []
+    for r in results:
+        for c in r.cases:
+            if c.max_score == 0 and c.status == "skipped":
+                continue
+            tests.append({
+                "name": f"{r.slug} · {c.task}{' (bonus)' if c.bonus else ''}{' speed' if c.kind == 'speed' else ''} · {c.name}",
+                "score": round(c.score, 4),
+                "max_score": round(c.max_score, 4),
+                "status": "passed" if c.status == "passed" else "failed",
+                "output": c.message,
+                "visibility": "visible",
+                "tags": [r.slug, c.task, c.kind],
+            })  # fmt: skip
+            if c.kind == "speed" and "speedup" in c.extra:
+                leaderboard.append({"name": f"{r.slug} {c.name} speed-up", "value": round(c.extra["speedup"], 3)})
+    notes = [r.note for r in results if r.note]
+    return {
+        "score": round(sum(r.score(False) + r.score(True) for r in results), 4),
+        "output": "\n".join([header, *sorted(set(notes))]).strip(),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "leaderboard": leaderboard,
+    }
+
+
+def write_json(path: Path, results: list[AssignmentResult], header: str = "") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(gradescope_json(results, header), indent=2) + "\n")

@@ -1,0 +1,125 @@
+"""The shape of an assignment's grading spec: parts, cases, tolerances, speed cases and rubric.
+
+Each module in autograder/specs/ builds one `Assignment`. The same module is imported by the trusted
+grader process (inputs, float64 reference, checks) and by the worker process that runs the
+submission (inputs, the call, the PyTorch baseline for timing), so everything here is plain data
+plus small functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import torch
+
+Tensors = dict[str, torch.Tensor]
+Params = dict[str, Any]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An element passes when |out - ref| <= atol * scale + rtol * |ref|, with scale = mean(|ref|).
+
+    Scaling atol by the output's typical magnitude keeps one table valid for outputs of any size.
+    """
+
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Case:
+    """One correctness case: a name for the report, the parameters the input generator takes, a tier."""
+
+    params: Params
+    tier: str  # "cpu": small, float32, run under the interpreter; "gpu": every dtype, LLM shapes
+
+    @property
+    def name(self) -> str:
+        shape = "x".join(str(s) for s in self.params["shape"])
+        extra = " ".join(f"{k}={v}" for k, v in self.params.items() if k not in ("shape", "dtype"))
+        return f"({shape}) {self.params['dtype']}" + (f" {extra}" if extra else "")
+
+
+@dataclass
+class Part:
+    """A graded task: its cases, how to call the submission, and the float64 reference."""
+
+    task: str  # the task ID shared with the stub's TODO and the handout, e.g. "rmsnorm.forward"
+    title: str
+    points: float  # split evenly across the cases of the tier being graded
+    make_inputs: Callable[[Params, torch.Generator, torch.device], Tensors]
+    call: Callable[[ModuleType, Tensors, Params], Tensors]  # runs in the worker, on the submission
+    reference: Callable[[Tensors, Params], Tensors]  # float64, runs in the grader
+    cases: list[Case]
+    tolerances: dict[str, Tolerance]  # by dtype name
+    bonus: bool = False
+
+    def cases_for(self, tier: str) -> list[Case]:
+        return [c for c in self.cases if c.tier == tier]
+
+
+@dataclass
+class SpeedCase:
+    """A timed call on the GPU, scored by its speed-up over the PyTorch baseline measured in the same run."""
+
+    task: str  # the part whose kernel is timed; its correctness cases must all pass first
+    params: Params
+    points: float
+    target_speedup: float  # full points at or above this ratio; none at 1.0x or below; log-linear between
+    bytes_moved: Callable[[Params], int]  # the least traffic the operation needs: inputs read and outputs written once
+
+    @property
+    def name(self) -> str:
+        return Case(self.params, "gpu").name
+
+
+@dataclass
+class Assignment:
+    slug: str
+    title: str
+    api: dict[str, str]  # public function name -> signature the grader calls, for error messages
+    parts: list[Part]
+    speed: list[SpeedCase] = field(default_factory=list)
+    # Timed in the worker as the baseline, and allowed nowhere in a submission's graded call.
+    baseline: Callable[[Tensors, Params], Tensors] | None = None
+    speed_call: Callable[[ModuleType, Tensors, Params], Any] | None = None
+
+    def part(self, task: str) -> Part:
+        for p in self.parts:
+            if p.task == task:
+                return p
+        raise KeyError(task)
+
+    def max_points(self, tier: str, bonus: bool) -> float:
+        total = sum(p.points for p in self.parts if p.bonus == bonus and p.cases_for(tier))
+        if tier == "gpu" and not bonus:
+            total += sum(s.points for s in self.speed)
+        return total
+
+
+def generator(seed: int, device: torch.device) -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    return g
+
+
+@dataclass
+class BenchCase:
+    """One row group of `python -m autograder bench`: several implementations of one call, timed together."""
+
+    pass_name: str  # "forward" or "backward"
+    params: Params
+    make_inputs: Callable[[Params, torch.Generator, torch.device], Tensors]
+    # name -> prepare(inputs) returning a zero-argument callable to time (the backward's forward runs in prepare)
+    impls: dict[str, Callable[[Tensors], Callable[[], object]]]
+    bytes_moved: int

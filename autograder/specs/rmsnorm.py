@@ -1,0 +1,255 @@
+"""Grading spec for assignment 05, RMSNorm: rmsnorm(x, weight, eps) and its backward."""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import torch
+
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance
+
+# --------------------------------------------------------------------------------------------------
+# Inputs. Scale, offset and weights are drawn per seed, so that neither a zero output, nor x passed
+# through, nor a constant lands inside the tolerance; `scale` shrinks x so that eps matters.
+# --------------------------------------------------------------------------------------------------
+
+
+def _uniform(g: torch.Generator, lo: float, hi: float) -> float:
+    return lo + (hi - lo) * torch.rand((), generator=g, device=g.device).item()
+
+
+def make_forward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    shape, dtype = tuple(params["shape"]), DTYPES[params["dtype"]]
+    scale = params.get("scale", 1.0) * math.exp(_uniform(g, math.log(0.25), math.log(4.0)))
+    offset = _uniform(g, -0.5, 0.5) * scale
+    x = torch.randn(shape, generator=g, device=device) * scale + offset  # (..., N)
+    weight = torch.randn(shape[-1], generator=g, device=device) * 0.8 + 0.3  # (N,)
+    return {"x": x.to(dtype), "weight": weight.to(dtype)}
+
+
+def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    inputs = make_forward_inputs(params, g, device)
+    dy = torch.randn(tuple(params["shape"]), generator=g, device=device)  # (..., N)
+    inputs["dy"] = dy.to(DTYPES[params["dtype"]])
+    return inputs
+
+
+# --------------------------------------------------------------------------------------------------
+# References (float64, in the grader's process) and the PyTorch baseline (the submission's dtype).
+# --------------------------------------------------------------------------------------------------
+
+
+def _rmsnorm64(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def reference_forward(inputs: Tensors, params: Params) -> Tensors:
+    x, w = inputs["x"].double(), inputs["weight"].double()
+    return {"y": _rmsnorm64(x, w, params["eps"])}
+
+
+def reference_backward(inputs: Tensors, params: Params) -> Tensors:
+    x = inputs["x"].double().requires_grad_()
+    w = inputs["weight"].double().requires_grad_()
+    y = _rmsnorm64(x, w, params["eps"])
+    dx, dw = torch.autograd.grad(y, (x, w), inputs["dy"].double())
+    return {"dx": dx, "dweight": dw}
+
+
+def eager_baseline(inputs: Tensors, params: Params) -> torch.Tensor:
+    """RMSNorm as eager PyTorch code writes it (Llama's reference style): five kernels, fp32 inside."""
+    x, w = inputs["x"], inputs["weight"]
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + params["eps"])).to(x.dtype) * w
+
+
+# --------------------------------------------------------------------------------------------------
+# Calls on the submission (run in the worker process).
+# --------------------------------------------------------------------------------------------------
+
+
+def call_forward(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"y": module.rmsnorm(inputs["x"], inputs["weight"], params["eps"])}
+
+
+def call_backward(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    x = inputs["x"].detach().requires_grad_()
+    w = inputs["weight"].detach().requires_grad_()
+    y = module.rmsnorm(x, w, params["eps"])
+    if not isinstance(y, torch.Tensor) or y.grad_fn is None:
+        raise TypeError(
+            "rmsnorm returned a tensor with no autograd history: route the call through "
+            "RMSNormFunction.apply so that the backward can run."
+        )
+    dx, dw = torch.autograd.grad(y, (x, w), inputs["dy"])
+    return {"dx": dx, "dweight": dw}
+
+
+def speed_forward(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return module.rmsnorm(inputs["x"], inputs["weight"], params["eps"])
+
+
+def forward_bytes(params: Params) -> int:
+    """Read x and weight once, write y once."""
+    n_cols = params["shape"][-1]
+    numel = math.prod(params["shape"])
+    return (2 * numel + n_cols) * DTYPES[params["dtype"]].itemsize
+
+
+# --------------------------------------------------------------------------------------------------
+# Cases and rubric.
+# --------------------------------------------------------------------------------------------------
+
+# Correct float32 arithmetic lands near 1e-6 relative. One rounding to fp16 / bf16 costs up to
+# u = 2^-11 / 2^-8 relative; each rtol is 4u, so a kernel that rounds twice (as Llama's reference
+# code does, x * rstd rounded and then times weight) passes with a 2x margin, while the next lower
+# precision (bf16 arithmetic for fp16, fp8 for bf16) fails: tests/test_tolerances.py shows both.
+TOLERANCES = {
+    "float32": Tolerance(rtol=1e-5, atol=1e-5),
+    "float16": Tolerance(rtol=2e-3, atol=1e-5),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=1e-5),
+}
+# dweight sums over every row, so its float32 accumulation error grows with the number of rows.
+BACKWARD_TOLERANCES = {
+    "float32": Tolerance(rtol=1e-5, atol=2e-5),
+    "float16": Tolerance(rtol=2e-3, atol=2e-5),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=2e-5),
+}
+
+# Small float32 shapes for the interpreter: none a power of two past 1, some with rows longer than
+# one tile (20001 > 16384 columns), several leading dimensions, and rows small enough that eps matters.
+CPU_FORWARD = [
+    {"shape": [1], "eps": 1e-6},
+    {"shape": [3, 100], "eps": 1e-6},
+    {"shape": [2, 5, 129], "eps": 1e-5},
+    {"shape": [70, 33], "eps": 1e-6},
+    {"shape": [7, 1000], "eps": 1e-6},
+    {"shape": [2, 3, 4097], "eps": 1e-6},
+    {"shape": [3, 20001], "eps": 1e-6},
+    {"shape": [9, 96], "eps": 1e-5, "scale": 1e-3},
+    {"shape": [5, 300], "eps": 0.1},
+]
+GPU_FORWARD = [
+    {"shape": [4096, 4096], "eps": 1e-6},
+    {"shape": [2, 1000, 5120], "eps": 1e-5},
+    {"shape": [1, 8192], "eps": 1e-6},
+    {"shape": [7, 14336], "eps": 1e-6},
+    {"shape": [3, 77, 2048], "eps": 1e-6},
+    {"shape": [2, 3, 20001], "eps": 1e-6},
+    {"shape": [512, 4096], "eps": 1e-5, "scale": 1e-3},
+    {"shape": [1000, 96], "eps": 0.1},
+]
+CPU_BACKWARD = [
+    {"shape": [1, 50], "eps": 1e-6},
+    {"shape": [3, 100], "eps": 1e-6},
+    {"shape": [2, 5, 129], "eps": 1e-5},
+    {"shape": [70, 33], "eps": 1e-6},
+    {"shape": [7, 1000], "eps": 1e-6},
+    {"shape": [3, 20001], "eps": 1e-6},
+    {"shape": [9, 96], "eps": 1e-5, "scale": 1e-3},
+]
+GPU_BACKWARD = [
+    {"shape": [4096, 4096], "eps": 1e-6},
+    {"shape": [2, 1000, 5120], "eps": 1e-5},
+    {"shape": [7, 14336], "eps": 1e-6},
+    {"shape": [3, 77, 2048], "eps": 1e-6},
+    {"shape": [2, 3, 20001], "eps": 1e-6},
+    {"shape": [512, 4096], "eps": 1e-5, "scale": 1e-3},
+]
+
+
+def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
+    cases = [Case({**p, "dtype": "float32"}, "cpu") for p in cpu]
+    cases += [Case({**p, "dtype": d}, "gpu") for d in ("float32", "float16", "bfloat16") for p in gpu]
+    return cases
+
+
+ASSIGNMENT = Assignment(
+    slug="rmsnorm",
+    title="05 RMSNorm",
+    api={"rmsnorm": "rmsnorm(x, weight, eps=1e-6)"},
+    parts=[
+        Part(
+            task="rmsnorm.forward",
+            title="forward kernel",
+            points=60,
+            make_inputs=make_forward_inputs,
+            call=call_forward,
+            reference=reference_forward,
+            cases=_cases(CPU_FORWARD, GPU_FORWARD),
+            tolerances=TOLERANCES,
+        ),
+        Part(
+            task="rmsnorm.backward",
+            title="backward kernels (dx, dweight)",
+            points=20,
+            bonus=True,
+            make_inputs=make_backward_inputs,
+            call=call_backward,
+            reference=reference_backward,
+            cases=_cases(CPU_BACKWARD, GPU_BACKWARD),
+            tolerances=BACKWARD_TOLERANCES,
+        ),
+    ],
+    speed=[
+        SpeedCase("rmsnorm.forward", {"shape": [16384, 4096], "dtype": "bfloat16", "eps": 1e-6}, 10, 8.0, forward_bytes),
+        SpeedCase("rmsnorm.forward", {"shape": [4096, 8192], "dtype": "bfloat16", "eps": 1e-6}, 10, 8.0, forward_bytes),
+    ],
+    baseline=eager_baseline,
+    speed_call=speed_forward,
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Benchmarks (python -m autograder bench rmsnorm): the solution against PyTorch's three ways.
+# --------------------------------------------------------------------------------------------------
+
+BENCH_SHAPES = [[32, 4096], [1024, 4096], [4096, 4096], [16384, 4096], [4096, 8192], [16384, 8192], [8192, 14336]]
+
+
+def backward_bytes(params: Params) -> int:
+    """Read x, dy and weight, write dx and dweight, each once (rstd is M floats, left out)."""
+    n_cols = params["shape"][-1]
+    numel = math.prod(params["shape"])
+    return (3 * numel + 2 * n_cols) * DTYPES[params["dtype"]].itemsize
+
+
+def bench_suite(module: ModuleType, quick: bool = False) -> list:
+    from autograder.spec import BenchCase
+
+    def f_rms_norm(inputs: Tensors, params: Params) -> torch.Tensor:
+        return torch.nn.functional.rms_norm(inputs["x"], (inputs["x"].shape[-1],), inputs["weight"], params["eps"])
+
+    compiled = torch.compile(eager_baseline, dynamic=False)
+    fns = {
+        "solution": lambda inputs, params: module.rmsnorm(inputs["x"], inputs["weight"], params["eps"]),
+        "eager": eager_baseline,
+        "F.rms_norm": f_rms_norm,
+        "torch.compile": compiled,
+    }
+
+    def forward(fn: Callable) -> Callable:
+        return lambda params: lambda inputs: (lambda: fn(inputs, params))
+
+    def backward(fn: Callable) -> Callable:
+        def prepare(params: Params) -> Callable:
+            def bind(inputs: Tensors) -> Callable[[], object]:
+                x = inputs["x"].detach().requires_grad_()
+                w = inputs["weight"].detach().requires_grad_()
+                y = fn({"x": x, "weight": w}, params)
+                return lambda: torch.autograd.grad(y, (x, w), inputs["dy"], retain_graph=True)
+
+            return bind
+
+        return prepare
+
+    shapes = BENCH_SHAPES[1:4] if quick else BENCH_SHAPES
+    suite = []
+    for shape in shapes:
+        params = {"shape": shape, "dtype": "bfloat16", "eps": 1e-6}
+        suite.append(BenchCase("forward", params, make_forward_inputs,
+                               {k: forward(f)(params) for k, f in fns.items()}, forward_bytes(params)))
+        suite.append(BenchCase("backward", params, make_backward_inputs,
+                               {k: backward(f)(params) for k, f in fns.items()}, backward_bytes(params)))
+    return suite

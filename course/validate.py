@@ -1,0 +1,62 @@
+"""Input checks shared by every kernel wrapper, with errors that tell the caller what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from course.env import interpreter_requested
+
+FLOAT_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_tensor(
+    fn: str,
+    name: str,
+    t: object,
+    *,
+    ndim: int | None = None,
+    min_ndim: int | None = None,
+    dtypes: Sequence[torch.dtype] = FLOAT_DTYPES,
+    contiguous: bool = True,
+) -> torch.Tensor:
+    """Check one tensor argument of `fn` and return it.
+
+    Raises TypeError or ValueError with a sentence that names the argument and says how to fix it.
+    """
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{fn}: `{name}` must be a torch.Tensor, got {type(t).__name__}.")
+    if ndim is not None and t.dim() != ndim:
+        raise ValueError(f"{fn}: `{name}` must have {ndim} dimensions, got shape {tuple(t.shape)}.")
+    if min_ndim is not None and t.dim() < min_ndim:
+        raise ValueError(
+            f"{fn}: `{name}` must have at least {min_ndim} dimension(s), got shape {tuple(t.shape)}."
+        )
+    if t.dtype not in dtypes:
+        names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise TypeError(f"{fn}: `{name}` must have dtype {names}; got {str(t.dtype).replace('torch.', '')}.")
+    if interpreter_requested():
+        if t.device.type != "cpu":
+            raise ValueError(
+                f"{fn}: `{name}` is on {t.device}, but TRITON_INTERPRET=1 runs kernels on the CPU: "
+                "move it with .cpu(), or unset TRITON_INTERPRET to use the GPU."
+            )
+    elif t.device.type != "cuda":
+        raise ValueError(
+            f"{fn}: `{name}` is on {t.device}, but Triton kernels run on a CUDA GPU: move it with "
+            ".cuda(), or set TRITON_INTERPRET=1 (before importing triton) to use the CPU interpreter."
+        )
+    if contiguous and not t.is_contiguous():
+        raise ValueError(
+            f"{fn}: `{name}` must be contiguous (its strides are {t.stride()}): pass `{name}.contiguous()`."
+        )
+    return t
+
+
+def check_same(fn: str, what: str, **tensors: torch.Tensor) -> None:
+    """Check that the named tensors agree on `what` ('dtype' or 'device')."""
+    values = {name: getattr(t, what) for name, t in tensors.items()}
+    if len(set(values.values())) > 1:
+        listed = ", ".join(f"`{n}` is {str(v).replace('torch.', '')}" for n, v in values.items())
+        raise ValueError(f"{fn}: the arguments must share one {what}, but {listed}.")

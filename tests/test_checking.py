@@ -1,0 +1,54 @@
+"""A failed comparison says where and how: first bad index, count, NaN from unwritten memory, block edges."""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.checking import check_meta, compare
+from autograder.spec import Tolerance
+
+TOL = Tolerance(rtol=1e-5, atol=1e-5)
+
+
+def _ref() -> torch.Tensor:
+    return torch.arange(1, 3 * 100 + 1, dtype=torch.float64).reshape(3, 100) / 7
+
+
+def test_identical_output_passes_with_zero_error() -> None:
+    ref = _ref()
+    verdict = compare("y", ref.float(), ref, TOL)
+    assert verdict.ok and verdict.max_error < 0.1
+
+
+def test_wrong_tail_columns_are_reported_as_a_block_edge() -> None:
+    ref = _ref()
+    out = ref.clone()
+    out[:, 64:] += 1.0
+    verdict = compare("y", out, ref, TOL)
+    assert not verdict.ok
+    assert "108 of 300 elements" in verdict.message
+    assert "index (0, 64)" in verdict.message
+    assert "columns 64..99 of 100, past a multiple of 64" in verdict.message
+
+
+def test_unwritten_elements_are_reported_as_nan_poison() -> None:
+    ref = _ref()
+    out = ref.clone()
+    out[2, :] = float("nan")
+    verdict = compare("y", out, ref, TOL)
+    assert not verdict.ok
+    assert "100 elements are NaN" in verdict.message and "never written" in verdict.message
+    assert "Only the last row is wrong (of 3 rows" in verdict.message
+
+
+def test_an_all_zero_output_is_named() -> None:
+    verdict = compare("y", torch.zeros(3, 100), _ref(), TOL)
+    assert not verdict.ok and "Every element is zero" in verdict.message
+
+
+def test_meta_mismatches_are_sentences() -> None:
+    t = torch.zeros(3, 100)
+    assert check_meta("y", [1, 2], (3, 100), torch.float32, "cpu") == "`y` should be a torch.Tensor, but the call returned list."
+    assert "has shape (300,), but should have shape (3, 100)" in check_meta("y", t.view(-1), (3, 100), torch.float32, "cpu")
+    assert "has dtype float16, but should have float32" in check_meta("y", t.half(), (3, 100), torch.float32, "cpu")
+    assert check_meta("y", t, (3, 100), torch.float32, "cpu") == ""

@@ -1,0 +1,164 @@
+"""Grading the RMSNorm assignment on the CPU tier: right answers score, wrong ones fail the right case,
+and a submission that misbehaves loses that case alone.
+
+Each submission is graded once per session (a worker process costs seconds); tests then read the result.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import AssignmentResult, grade_assignment
+from conftest import REPO_ROOT, SEED, SUBMISSIONS
+
+FORWARD = "rmsnorm.forward"
+BACKWARD = "rmsnorm.backward"
+_cache: dict[str, AssignmentResult] = {}
+
+
+def graded(path: Path, timeout: float = 60.0) -> AssignmentResult:
+    key = str(path)
+    if key not in _cache:
+        _cache[key] = grade_assignment("rmsnorm", path, "cpu", seed=SEED, timeout=timeout)
+    return _cache[key]
+
+
+def sub(name: str) -> Path:
+    return SUBMISSIONS / "rmsnorm" / f"{name}.py"
+
+
+def cases(result: AssignmentResult, task: str = FORWARD) -> dict[str, tuple[str, str]]:
+    return {c.name: (c.status, c.message) for c in result.cases if c.task == task and c.kind == "correctness"}
+
+
+def test_solution_scores_full_points_and_full_bonus() -> None:
+    r = graded(REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py")
+    assert r.score(False) == pytest.approx(60.0) and r.max_score(False) == pytest.approx(60.0)
+    assert r.score(True) == pytest.approx(20.0) and r.max_score(True) == pytest.approx(20.0)
+    assert all(c.status == "skipped" and c.max_score == 0 for c in r.cases if c.kind == "speed")
+    assert "Speed was not graded" in r.note
+
+
+def test_untouched_stub_scores_zero_with_a_not_implemented_message_per_part() -> None:
+    r = graded(REPO_ROOT / "assignments" / "rmsnorm" / "kernels.py")
+    assert r.score(False) == 0 and r.score(True) == 0
+    for c in r.cases:
+        if c.kind == "correctness":
+            assert c.status == "not_implemented"
+            assert c.message == "Not implemented yet: fill in the TODO marked rmsnorm.forward in kernels.py."
+            assert "Traceback" not in c.message
+
+
+def test_a_minimal_honest_forward_passes_every_forward_case() -> None:
+    r = graded(sub("correct_minimal"))
+    assert all(status == "passed" for status, _ in cases(r).values())
+    assert all(status == "not_implemented" for status, _ in cases(r, BACKWARD).values()) is False  # it has no backward...
+    assert all("launched none" in m or "TODO" in m or "autograd" in m for s, m in cases(r, BACKWARD).values())
+
+
+# name -> (the cases that must fail, a phrase the first failure's message must contain)
+WRONG = {
+    "wrong_no_mask_row_end": ({"(3x100) float32 eps=1e-06", "(7x1000) float32 eps=1e-06"}, "outside the tolerance"),
+    "wrong_bf16_accumulation": ({"(7x1000) float32 eps=1e-06", "(3x20001) float32 eps=1e-06"}, "outside the tolerance"),
+    "wrong_eps_outside_sqrt": ({"(9x96) float32 eps=1e-05 scale=0.001", "(5x300) float32 eps=0.1"}, "outside the tolerance"),
+    "wrong_zero_output": ({"(3x100) float32 eps=1e-06"}, "Every element is zero"),
+    "wrong_passthrough": ({"(3x100) float32 eps=1e-06", "(1) float32 eps=1e-06"}, "outside the tolerance"),
+    "wrong_calls_pytorch": ({"(3x100) float32 eps=1e-06"}, "computed with PyTorch (aten.pow"),
+    "wrong_shape": ({"(2x5x129) float32 eps=1e-05"}, "has shape (10, 129), but should have shape (2, 5, 129)"),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_wrong_submission_fails_the_case_that_exposes_it(name: str) -> None:
+    must_fail, phrase = WRONG[name]
+    results = cases(graded(sub(name)))
+    for case in must_fail:
+        status, message = results[case]
+        assert status == "failed", (case, status, message)
+        assert phrase in message, message
+    assert graded(sub(name)).score(False) < 60 * 0.9
+
+
+def test_eps_in_the_wrong_place_only_shows_where_eps_matters() -> None:
+    results = cases(graded(sub("wrong_eps_outside_sqrt")))
+    failing = {name for name, (status, _) in results.items() if status != "passed"}
+    assert failing == {"(9x96) float32 eps=1e-05 scale=0.001", "(5x300) float32 eps=0.1"}
+
+
+def test_unmasked_row_end_is_caught_on_every_row_length_that_is_not_a_power_of_two() -> None:
+    results = cases(graded(sub("wrong_no_mask_row_end")))
+    assert results["(1) float32 eps=1e-06"][0] == "passed"  # one column: no row end to run past
+    assert all(status != "passed" for name, (status, _) in results.items() if name != "(1) float32 eps=1e-06")
+
+
+# name -> (the case it misbehaves on, its status, a phrase of the message)
+MISBEHAVING = {
+    "misbehave_raise": ("(70x33) float32 eps=1e-06", "error", "The call raised RuntimeError: boom (kernels.py line"),
+    "misbehave_exit": ("(3x100) float32 eps=1e-06", "error", "Your code called sys.exit(0) during the call"),
+    "misbehave_os_exit": ("(5x300) float32 eps=0.1", "error", "exited with code 0"),
+    "misbehave_segfault": ("(7x1000) float32 eps=1e-06", "error", "crashed with SIGSEGV"),
+    "misbehave_hang": ("(2x5x129) float32 eps=1e-05", "timeout", "took longer than 8 s"),
+}
+
+
+@pytest.mark.parametrize("name", list(MISBEHAVING))
+def test_misbehaviour_costs_that_case_and_grading_goes_on(name: str) -> None:
+    bad_case, status, phrase = MISBEHAVING[name]
+    results = cases(graded(sub(name), timeout=8.0))
+    assert results[bad_case][0] == status and phrase in results[bad_case][1], results[bad_case]
+    others = {k: v for k, v in results.items() if k != bad_case}
+    assert all(s == "passed" for s, _ in others.values()), others
+    assert graded(sub(name), timeout=8.0).score(False) == pytest.approx(60 * 8 / 9)
+
+
+BAD = {
+    "bad_syntax": "kernels.py has a syntax error on line 24: unmatched ')'.",
+    "bad_missing_import": "kernels.py could not be imported: there is no module named 'tritn' (kernels.py line 5: `import tritn",
+    "bad_missing_function": "kernels.py does not define `rmsnorm`: the grader calls rmsnorm(x, weight, eps=1e-6).",
+    "bad_signature": "but the grader calls rmsnorm(x, weight, eps=1e-6): keep the starter code's signature.",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_a_broken_file_gets_one_sentence_on_every_case(name: str) -> None:
+    r = graded(sub(name))
+    assert r.score(False) == 0
+    for c in r.cases:
+        if c.kind == "correctness":
+            assert c.status == "error" and BAD[name] in c.message, c.message
+            assert "Traceback" not in c.message
+
+
+def test_a_missing_file_is_explained() -> None:
+    r = grade_assignment("rmsnorm", SUBMISSIONS / "nowhere" / "kernels.py", "cpu", seed=SEED)
+    assert r.score(False) == 0
+    assert all("There is no" in c.message for c in r.cases if c.kind == "correctness")
+
+
+def test_cli_writes_gradescope_results(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "rmsnorm", "--submission", str(sub("wrong_eps_outside_sqrt")),
+         "--device", "cpu", "--seed", str(SEED), "--json", str(out), "--skip-doctor"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "05 RMSNorm: 46.7/60 points" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["score"] == pytest.approx(60 * 7 / 9, abs=1e-3)
+    forward = [t for t in data["tests"] if "rmsnorm.forward ·" in t["name"]]
+    assert len(forward) == 9
+    assert {t["status"] for t in forward} == {"passed", "failed"}
+    assert all(set(t) >= {"name", "score", "max_score", "status", "output", "visibility"} for t in data["tests"])
+    assert "Speed was not graded" in data["output"]
+
+
+def test_cli_explains_bad_arguments() -> None:
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "nosuch", "--skip-doctor"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Unknown assignment nosuch: the course has rmsnorm." in proc.stdout

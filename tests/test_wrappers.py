@@ -1,0 +1,59 @@
+"""The solution's wrapper refuses bad inputs with a sentence that names the argument, and its kernels
+agree with PyTorch (float64) forward and backward on odd shapes, through autograd."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course.loader import load_kernels
+
+k = load_kernels("rmsnorm", "solutions")
+
+
+def _x(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize(
+    "make, error, phrase",
+    [
+        (lambda: k.rmsnorm([1.0, 2.0], _x(2)), TypeError, "`x` must be a torch.Tensor"),
+        (lambda: k.rmsnorm(_x(3, 4, dtype=torch.float64), _x(4, dtype=torch.float64)), TypeError, "`x` must have dtype float32, float16, bfloat16"),
+        (lambda: k.rmsnorm(_x(3, 4), _x(4).half()), ValueError, "`x` is float32, `weight` is float16"),
+        (lambda: k.rmsnorm(_x(3, 4), _x(5)), ValueError, "`weight` must have x.shape[-1] = 4 elements"),
+        (lambda: k.rmsnorm(_x(3, 4), _x(2, 2)), ValueError, "`weight` must have 1 dimensions"),
+        (lambda: k.rmsnorm(_x(4, 3).t(), _x(4)), ValueError, "`x` must be contiguous"),
+        (lambda: k.rmsnorm(_x(3, 4), _x(4), eps=-1.0), ValueError, "`eps` must be a non-negative number"),
+        (lambda: k.rmsnorm(_x(3, 4).to("meta"), _x(4)), ValueError, "`x` is on meta"),
+    ],
+)
+def test_bad_inputs_are_refused_with_a_sentence(make, error: type, phrase: str) -> None:
+    with pytest.raises(error) as info:
+        make()
+    assert phrase in str(info.value)
+
+
+@pytest.mark.parametrize("shape", [(1,), (3, 100), (2, 5, 129), (64, 33), (3, 20001)])
+def test_forward_and_backward_match_float64_autograd(shape: tuple[int, ...]) -> None:
+    x = (_x(*shape) * 0.7 + 0.1).requires_grad_()
+    w = (_x(shape[-1]) + 0.5).requires_grad_()
+    dy = _x(*shape) * 0.3
+    y = k.rmsnorm(x, w, 1e-5)
+    dx, dw = torch.autograd.grad(y, (x, w), dy)
+    x64, w64 = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    y64 = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5) * w64
+    dx64, dw64 = torch.autograd.grad(y64, (x64, w64), dy.double())
+    torch.testing.assert_close(y.double(), y64, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dx.double(), dx64, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dw.double(), dw64, rtol=1e-5, atol=1e-5)
+
+
+def test_module_layer_normalises_with_its_weight() -> None:
+    layer = k.RMSNorm(8, eps=1e-6)
+    with torch.no_grad():
+        layer.weight.copy_(torch.linspace(0.5, 2.0, 8))
+    x = _x(2, 8)
+    expected = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * layer.weight.detach()
+    torch.testing.assert_close(layer(x), expected, rtol=1e-5, atol=1e-6)
