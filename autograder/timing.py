@@ -1,8 +1,9 @@
 """GPU timing shared by the grader and the benchmarks: L2 flushed before every call, CUDA events around
 it, a device-wide synchronize after it, candidates interleaved call by call, medians reported.
 
-Python's launch cost is hidden behind the flush (as triton.testing.do_bench does), so a time is the
-GPU's; `host_overhead_us` measures the launch cost on its own, for calls small enough that it matters.
+Python's launch cost is hidden behind the flush and a short device-side spin, so a time is the GPU's
+(as with triton.testing.do_bench, whose flush plays the same part); `host_overhead_us` measures the
+launch cost on its own, for calls small enough that it matters.
 
 The CUDA entry points are bound when this module is imported, which the worker does before it
 imports a submission, so a submission that patches torch.cuda afterwards does not change them.
@@ -35,6 +36,7 @@ def time_interleaved(
 ) -> dict[str, list[float]]:
     """Time each fn(i) (i cycles over the input pool) `reps` times, interleaved; milliseconds per call."""
     flush = flush_buffer(device)
+    head_start = _sleep_cycles_per_us(device) * HEAD_START_US
     # Warm-up: compile, autotune and settle clocks, for at least warmup_ms and min_warmup_calls each.
     for fn in fns.values():
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -52,15 +54,35 @@ def time_interleaved(
         order = names if r % 2 == 0 else names[::-1]  # alternate the order so neither always goes first
         for name in order:
             start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-            # No synchronize between the flush and the start event: while the GPU clears L2, the host
-            # prepares the launch, so the events measure the kernels rather than Python's launch cost.
+            # No synchronize between the flush and the start event: while the GPU clears L2 and then
+            # spins for HEAD_START_US, the host gets through Python and queues the call, so the events
+            # measure the GPU's work rather than the time Python takes to launch it.
             flush.zero_()
+            torch.cuda._sleep(head_start)
             start.record()
             fns[name](r % n_inputs)
             end.record()
             _synchronize()  # device-wide: work the call left on any stream is finished before the next
             times[name].append(start.elapsed_time(end))
     return times
+
+
+HEAD_START_US = 300  # more than a wrapper's host time (tens of us), so launch cost stays out of the timing
+_cycles_per_us: dict[int, int] = {}
+
+
+def _sleep_cycles_per_us(device: torch.device) -> int:
+    """GPU clock cycles per microsecond, measured once with torch.cuda._sleep (a device-side spin)."""
+    index = device.index or 0
+    if index not in _cycles_per_us:
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        torch.cuda._sleep(1_000_000)  # warm the clocks
+        start.record()
+        torch.cuda._sleep(10_000_000)
+        end.record()
+        _synchronize()
+        _cycles_per_us[index] = max(1, int(10_000_000 / (start.elapsed_time(end) * 1e3)))
+    return _cycles_per_us[index]
 
 
 def median(xs: list[float]) -> float:

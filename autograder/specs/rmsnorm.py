@@ -221,6 +221,13 @@ def bench_suite(module: ModuleType, quick: bool = False) -> list:
     def f_rms_norm(inputs: Tensors, params: Params) -> torch.Tensor:
         return torch.nn.functional.rms_norm(inputs["x"], (inputs["x"].shape[-1],), inputs["weight"], params["eps"])
 
+    # One compiled graph per shape, forward and backward: lift Dynamo's recompile limit (8 by default),
+    # past which torch.compile silently falls back to eager and would be timed as eager.
+    import torch._dynamo
+
+    for knob in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 64)
     compiled = torch.compile(eager_baseline, dynamic=False)
     fns = {
         "solution": lambda inputs, params: module.rmsnorm(inputs["x"], inputs["weight"], params["eps"]),
