@@ -57,8 +57,9 @@ def test_untouched_stub_scores_zero_with_a_not_implemented_message_per_part() ->
 def test_a_minimal_honest_forward_passes_every_forward_case() -> None:
     r = graded(sub("correct_minimal"))
     assert all(status == "passed" for status, _ in cases(r).values())
-    assert all(status == "not_implemented" for status, _ in cases(r, BACKWARD).values()) is False  # it has no backward...
-    assert all("launched none" in m or "TODO" in m or "autograd" in m for s, m in cases(r, BACKWARD).values())
+    # It has no backward: each backward case says so instead of crashing the grader.
+    for status, message in cases(r, BACKWARD).values():
+        assert status == "error" and "no autograd history: route the call through RMSNormFunction.apply" in message
 
 
 # name -> (the cases that must fail, a phrase the first failure's message must contain)
