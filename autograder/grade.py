@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import secrets
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -172,8 +173,8 @@ def _speed(spec: Assignment, sc: SpeedCase, worker: Worker, device: torch.device
     if problem or not verdict.ok:
         result.message = "The output of a timed call was wrong: " + (problem or verdict.message)
         return result
-    ms = _median(reply["times"]["submission"])
-    base_ms = _median(reply["times"]["baseline"])
+    ms = statistics.median(reply["times"]["submission"])
+    base_ms = statistics.median(reply["times"]["baseline"])
     speedup = base_ms / ms
     gbps = sc.bytes_moved(sc.params) / (ms * 1e-3) / 1e9
     pct = 100.0 * gbps / reply["copy_gbps"]
@@ -186,12 +187,6 @@ def _speed(spec: Assignment, sc: SpeedCase, worker: Worker, device: torch.device
         f"{pct:.0f}% of copy bandwidth; full points at {sc.target_speedup:g}x"
     )
     return result
-
-
-def _median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
 def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
