@@ -30,20 +30,26 @@ def gpu_slug(name: str) -> str:
 
 def markdown_table(results: dict) -> str:
     meta = results["meta"]
+    rows = results["rows"]
+    flops = any(r.get("tflops") for r in rows)
+    # Ratios are against eager PyTorch where it was timed, else against the first library baseline.
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    ref = "eager" if "eager" in impls else next((i for i in impls if i != "solution"), "solution")
     lines = [
         f"Measured on {meta['gpu']} ({meta['date']}; torch {meta['torch']}, triton {meta['triton']}); "
         f"device copy {meta['copy_gbps']:,.0f} GB/s. Median of {meta['reps']} calls, L2 flushed before each.",
         "",
-        "| pass | shape | dtype | impl | time (us) | GB/s | % of copy | vs eager |",
-        "|---|---|---|---|---:|---:|---:|---:|",
+        "| pass | shape | dtype | impl | time (us) | " + ("TFLOP/s | " if flops else "") + f"GB/s | % of copy | vs {ref} |",
+        "|---|---|---|---|---:|" + ("---:|" if flops else "") + "---:|---:|---:|",
     ]
-    eager = {(r["pass"], tuple(r["shape"])): r["ms"] for r in results["rows"] if r["impl"] == "eager"}
-    for r in results["rows"]:
-        base = eager.get((r["pass"], tuple(r["shape"])))
+    base_ms = {(r["pass"], tuple(r["shape"])): r["ms"] for r in rows if r["impl"] == ref}
+    for r in rows:
+        base = base_ms.get((r["pass"], tuple(r["shape"])))
         ratio = f"{base / r['ms']:.2f}x" if base else ""
         shape = "x".join(map(str, r["shape"]))
+        tf = (f"{r['tflops']:,.0f} | " if r.get("tflops") else " | ") if flops else ""
         lines.append(
-            f"| {r['pass']} | {shape} | {r['dtype']} | {r['impl']} | {r['ms'] * 1e3:,.1f} | {r['gbps']:,.0f} | "
+            f"| {r['pass']} | {shape} | {r['dtype']} | {r['impl']} | {r['ms'] * 1e3:,.1f} | {tf}{r['gbps']:,.0f} | "
             f"{r['pct_copy']:.0f}% | {ratio} |"
         )
     return "\n".join(lines) + "\n"
@@ -73,10 +79,14 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
             for impl, ts in times.items():
                 ms = timing.median(ts)
                 gbps = case.bytes_moved / (ms * 1e-3) / 1e9
-                rows.append({"pass": case.pass_name, "shape": case.params["shape"], "dtype": case.params["dtype"],
-                             "impl": impl, "ms": ms, "gbps": gbps, "pct_copy": 100 * gbps / copy_gbps,
-                             "spread": timing.spread(ts)})
-                print(f"{slug} {case.pass_name:8s} {str(case.params['shape']):15s} {impl:14s} {ms * 1e3:9.1f} us {gbps:8.0f} GB/s", flush=True)
+                row = {"pass": case.pass_name, "shape": case.params["shape"], "dtype": case.params["dtype"],
+                       "impl": impl, "ms": ms, "gbps": gbps, "pct_copy": 100 * gbps / copy_gbps,
+                       "spread": timing.spread(ts)}
+                if case.flops:
+                    row["tflops"] = case.flops / (ms * 1e-3) / 1e12
+                rows.append(row)
+                rate = f"{row['tflops']:8.1f} TFLOP/s" if case.flops else f"{gbps:8.0f} GB/s"
+                print(f"{slug} {case.pass_name:8s} {str(case.params['shape']):15s} {impl:14s} {ms * 1e3:9.1f} us {rate}", flush=True)
         import triton
 
         results = {

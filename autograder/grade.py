@@ -140,21 +140,22 @@ def _correctness(spec: Assignment, part: Part, tier: str, worker: Worker, device
     return results
 
 
-def speed_points(speedup: float, target: float, points: float) -> float:
-    """None at 1.0x or slower, all at `target` or faster, log-linear in between."""
-    if not math.isfinite(speedup) or speedup <= 1.0:
+def speed_points(speedup: float, target: float, points: float, zero_at: float = 1.0) -> float:
+    """None at `zero_at` or slower, all at `target` or faster, log-linear in between."""
+    if not math.isfinite(speedup) or speedup <= zero_at:
         return 0.0
-    return points * min(1.0, math.log(speedup) / math.log(target))
+    return points * min(1.0, math.log(speedup / zero_at) / math.log(target / zero_at))
 
 
-def _speed(spec: Assignment, sc: SpeedCase, worker: Worker, device: torch.device, seeds: Seeds, reps: int,
+def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, seeds: Seeds, reps: int,
            timeout: float) -> CaseResult:
+    sc = spec.speed[index]
     result = CaseResult(sc.task, sc.name, "failed", 0.0, sc.points, kind="speed")
     pool_seeds = [seeds.next() for _ in range(4)]
     check = secrets.randbelow(len(pool_seeds))
     try:
         reply = worker.request(
-            {"op": "speed", "task": sc.task, "params": sc.params, "seeds": pool_seeds, "check_index": check, "reps": reps},
+            {"op": "speed", "index": index, "task": sc.task, "params": sc.params, "seeds": pool_seeds, "check_index": check, "reps": reps},
             timeout, f"timing {sc.name}",
         )  # fmt: skip
     except WorkerLost as lost:
@@ -178,13 +179,19 @@ def _speed(spec: Assignment, sc: SpeedCase, worker: Worker, device: torch.device
     speedup = base_ms / ms
     gbps = sc.bytes_moved(sc.params) / (ms * 1e-3) / 1e9
     pct = 100.0 * gbps / reply["copy_gbps"]
-    result.score = speed_points(speedup, sc.target_speedup, sc.points)
+    result.score = speed_points(speedup, sc.target_speedup, sc.points, sc.zero_at)
     result.status = "passed" if result.score >= sc.points - 1e-9 else "failed"
     result.extra = {"ms": ms, "baseline_ms": base_ms, "speedup": speedup, "gbps": gbps, "pct_copy": pct,
-                    "copy_gbps": reply["copy_gbps"], "target_speedup": sc.target_speedup}
+                    "copy_gbps": reply["copy_gbps"], "target_speedup": sc.target_speedup,
+                    "baseline": sc.baseline_name}
+    rate = f"{gbps:,.0f} GB/s = {pct:.0f}% of copy bandwidth"
+    if sc.flops is not None:
+        result.extra["tflops"] = sc.flops(sc.params) / (ms * 1e-3) / 1e12
+        rate = f"{result.extra['tflops']:,.0f} TFLOP/s, {gbps:,.0f} GB/s"
+    zero = f", none at {sc.zero_at:g}x" if sc.zero_at != 1.0 else ""
     result.message = (
-        f"{ms * 1e3:.1f} us, {speedup:.2f}x eager PyTorch ({base_ms * 1e3:.1f} us), {gbps:,.0f} GB/s = "
-        f"{pct:.0f}% of copy bandwidth; full points at {sc.target_speedup:g}x"
+        f"{ms * 1e3:.1f} us, {speedup:.2f}x {sc.baseline_name} ({base_ms * 1e3:.1f} us), {rate}; "
+        f"full points at {sc.target_speedup:g}x{zero}"
     )
     return result
 
@@ -220,13 +227,13 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
             for sc in spec.speed:
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed"))
         else:
-            for sc in spec.speed:
+            for index, sc in enumerate(spec.speed):
                 progress(f"{slug} · {sc.task} · timing {sc.name}")
                 if sc.task not in passed_tasks:
                     result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
                                                    f"not timed: every correctness case of {sc.task} must pass first", kind="speed"))
                 else:
-                    result.cases.append(_speed(spec, sc, worker, device, seeds, reps, timeout))
+                    result.cases.append(_speed(spec, index, worker, device, seeds, reps, timeout))
     finally:
         worker.cleanup()
     return result

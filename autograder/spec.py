@@ -45,9 +45,9 @@ class Case:
 
     @property
     def name(self) -> str:
-        shape = "x".join(str(s) for s in self.params["shape"])
         extra = " ".join(f"{k}={v}" for k, v in self.params.items() if k not in ("shape", "dtype"))
-        return f"({shape}) {self.params['dtype']}" + (f" {extra}" if extra else "")
+        head = f"({'x'.join(str(s) for s in self.params['shape'])}) " if "shape" in self.params else ""
+        return f"{head}{self.params['dtype']}" + (f" {extra}" if extra else "")
 
 
 @dataclass
@@ -63,6 +63,9 @@ class Part:
     cases: list[Case]
     tolerances: dict[str, Tolerance]  # by dtype name
     bonus: bool = False
+    # Optional, runs in the worker before the graded call, unwatched and untimed: the submission's own
+    # offline step (e.g. re-laying quantized weights with `prepare`). Its tensors are added to the inputs.
+    setup: Callable[[ModuleType, Tensors, Params], Tensors] | None = None
 
     def cases_for(self, tier: str) -> list[Case]:
         return [c for c in self.cases if c.tier == tier]
@@ -75,8 +78,14 @@ class SpeedCase:
     task: str  # the part whose kernel is timed; its correctness cases must all pass first
     params: Params
     points: float
-    target_speedup: float  # full points at or above this ratio; none at 1.0x or below; log-linear between
+    target_speedup: float  # full points at or above this ratio; none at `zero_at` or below; log-linear between
     bytes_moved: Callable[[Params], int]  # the least traffic the operation needs: inputs read and outputs written once
+    flops: Callable[[Params], int] | None = None  # for compute-bound kernels: reported as TFLOP/s
+    # Per-case call and baseline; by default the assignment's `speed_call` and `baseline`.
+    call: Callable[[ModuleType, Tensors, Params], Any] | None = None
+    baseline: Callable[[Tensors, Params], Any] | None = None
+    baseline_name: str = "eager PyTorch"
+    zero_at: float = 1.0  # a library baseline (cuBLAS, SDPA) can earn partial points below 1.0x
 
     @property
     def name(self) -> str:
@@ -123,3 +132,4 @@ class BenchCase:
     # name -> prepare(inputs) returning a zero-argument callable to time (the backward's forward runs in prepare)
     impls: dict[str, Callable[[Tensors], Callable[[], object]]]
     bytes_moved: int
+    flops: int = 0  # nonzero for compute-bound calls: the table then shows TFLOP/s

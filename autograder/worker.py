@@ -263,6 +263,11 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
     inputs = part.make_inputs(params, generator(request["seed"], device), device)
     before = {k: v.clone() for k, v in inputs.items()}
     watch = _Watch(submission_file)
+    try:
+        prepared = part.setup(module, inputs, params) if part.setup is not None else {}
+    except BaseException as exc:  # noqa: BLE001
+        status, message = describe_call_error(exc, part.task, submission_file)
+        return {"status": status, "message": message}
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # torch.empty hands out NaN
     if device.type == "cuda":
@@ -272,7 +277,7 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
     _WATCH = watch
     try:
         with recorder:
-            outputs = part.call(module, inputs, params)
+            outputs = part.call(module, {**inputs, **prepared}, params)
         if device.type == "cuda":
             torch.cuda.synchronize()
     except BaseException as exc:  # noqa: BLE001  (sys.exit in a submission must not end the worker)
@@ -300,19 +305,28 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
 
 def _run_speed(spec: Any, module: ModuleType, request: dict, device: Any, generator: Any, timing: Any) -> dict:
     params = request["params"]
-    make_inputs = spec.part(request["task"]).make_inputs
-    pool = [make_inputs(params, generator(s, device), device) for s in request["seeds"]]
+    sc = spec.speed[request["index"]]
+    part = spec.part(request["task"])
+    call = sc.call or spec.speed_call
+    baseline = sc.baseline or spec.baseline
     check = request["check_index"]
     kept: dict[str, Any] = {}
+    try:
+        pool = [part.make_inputs(params, generator(s, device), device) for s in request["seeds"]]
+        if part.setup is not None:  # the submission's offline step, outside the timed region
+            pool = [{**inputs, **part.setup(module, inputs, params)} for inputs in pool]
+    except BaseException as exc:  # noqa: BLE001
+        status, message = describe_call_error(exc, request["task"], "")
+        return {"status": status, "message": message}
 
     def submission(i: int) -> None:
-        out = spec.speed_call(module, pool[i], params)
+        out = call(module, pool[i], params)
         if i == check:
             kept["out"] = out
 
     try:
         times = timing.time_interleaved(
-            {"submission": submission, "baseline": lambda i: spec.baseline(pool[i], params)},
+            {"submission": submission, "baseline": lambda i: baseline(pool[i], params)},
             len(pool), request["reps"], device,
         )  # fmt: skip
         copy_gbps = timing.copy_bandwidth_gbps(device)
