@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {grade,release,doctor,bench}."""
+"""Command line: python -m autograder {grade,release,doctor,bench,batch,gradescope}."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--reps", type=int, default=50, help="timed calls per speed case (GPU)")
     g.add_argument("--verbose", action="store_true", help="repeat every message in full")
     g.add_argument("--skip-doctor", action="store_true", help="skip the install check")
+    g.add_argument("--max-cases", type=int, metavar="N", help="a quick check: only the first N cases of each part (not a full grade)")
 
     r = sub.add_parser("release", help="write assignments/ from solutions/ (instructors)")
     r.add_argument("slugs", nargs="*", metavar="SLUG")
@@ -47,6 +48,22 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("slugs", nargs="*", metavar="SLUG")
     b.add_argument("--out", type=Path, help="folder for the JSON and markdown table (default results/<gpu>/)")
     b.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+
+    t = sub.add_parser("batch", help="grade a class: one submission per student, one slot per GPU (instructors)")
+    t.add_argument("folder", type=Path, help="one folder, archive (.zip/.tar.gz) or kernels.py per student")
+    t.add_argument("slugs", nargs="*", metavar="SLUG", help="assignments to grade (default: all)")
+    t.add_argument("--out", type=Path, help="results, logs, scores.csv and leaderboard.md (default FOLDER_graded/)")
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    t.add_argument("--jobs", type=int, help="submissions graded at once (default: one per visible GPU; 1 on a CPU)")
+    t.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per submission (default 3600)")
+    t.add_argument("--grade-arg", action="append", default=[], metavar="ARG", help="passed on to `grade`, e.g. --grade-arg=--reps=100")
+    t.add_argument("--only-index", type=int, metavar="I", help="grade only the I-th submission in sorted order (a Slurm array task)")
+    t.add_argument("--merge", action="store_true", help="grade nothing; write scores.csv and leaderboard.md from the results")
+    t.add_argument("--slurm", action="store_true", help="write OUT/grade_array.sbatch (one array task per submission) and stop")
+
+    z = sub.add_parser("gradescope", help="build the Gradescope autograder bundle (CPU tier) (instructors)")
+    z.add_argument("slugs", nargs="*", metavar="SLUG", help="assignments the bundle grades (default: all)")
+    z.add_argument("--out", type=Path, default=REPO_ROOT / "dist" / "gradescope_autograder.zip")
     return p
 
 
@@ -105,9 +122,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for slug, path in files.items():
         if err.is_terminal:
             with err.status(f"grading {slug}") as status:
-                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s))
+                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s), args.max_cases)
         else:
-            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False))
+            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False), args.max_cases)
         print_result(console, result, args.verbose)
         results.append(result)
     total = sum(r.score(False) for r in results)
@@ -157,9 +174,58 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(args.slugs or SLUGS, args.out, args.quick)
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    from autograder.batch import BatchError, discover, run_batch, slurm_script, write_scores
+    from autograder.doctor import resolve_device
+
+    unknown = [s for s in args.slugs if s not in SLUGS]
+    if unknown:
+        print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
+        return 2
+    slugs = args.slugs or SLUGS
+    out = (args.out or args.folder.with_name(args.folder.name + "_graded")).resolve()
+    folder = args.folder.resolve()
+    try:
+        if args.merge:
+            csv_path, board = write_scores(out, [s.student for s in discover(folder)])
+            print(f"Wrote {csv_path} and {board}.")
+            return 0
+        if args.slurm:
+            subs = discover(folder)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "logs").mkdir(exist_ok=True)
+            path = out / "grade_array.sbatch"
+            path.write_text(slurm_script(folder, out, slugs, len(subs), args.grade_arg))
+            print(f"Wrote {path}: submit it with `sbatch {path}`; its header says how to merge the results after.")
+            return 0
+        device = resolve_device(args.device)
+        outcomes = run_batch(folder, out, slugs, device, args.jobs, args.only_index, args.grade_arg, args.timeout)
+    except BatchError as exc:
+        print(exc)
+        return 2
+    failed = [o for o in outcomes if o.status == "failed"]
+    for o in failed:
+        print(f"{o.student}: {o.message}")
+    return 1 if failed else 0
+
+
+def cmd_gradescope(args: argparse.Namespace) -> int:
+    from autograder.gradescope import build_bundle
+
+    unknown = [s for s in args.slugs if s not in SLUGS]
+    if unknown:
+        print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
+        return 2
+    path = build_bundle(args.slugs or SLUGS, args.out)
+    print(f"Wrote {path}: upload it as the assignment's autograder on Gradescope (base image Ubuntu 24.04).")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench}[args.command](args)
+    commands = {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench,
+                "batch": cmd_batch, "gradescope": cmd_gradescope}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,332 @@
+"""`python -m autograder batch DIR`: grade a class, one submission per student, one grading slot per GPU.
+
+Each entry of DIR is one student's submission: a folder laid out like assignments/ (SLUG/kernels.py), or an
+archive (.zip, .tar, .tar.gz, .tgz) of one, or a single kernels.py when one assignment is graded. Every
+submission is unpacked into its own folder and graded by its own `python -m autograder grade` process (which in
+turn runs the student's code in a worker process), pinned to one GPU with CUDA_VISIBLE_DEVICES, so nothing one
+student's code does reaches another's grading.
+
+A finished submission leaves OUT/results/<student>.json (Gradescope's schema) and a .meta.json holding a
+fingerprint of the submission's files and of the grader. A second run skips every submission whose
+fingerprint is unchanged, so an interrupted batch resumes where it stopped and a re-upload is regraded.
+At the end OUT/scores.csv holds the points per part and OUT/leaderboard.md ranks the class.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str  # the entry's name without its archive suffix
+    source: Path
+
+
+class BatchError(Exception):
+    """A problem with the batch's arguments or folder, said as a sentence."""
+
+
+def _student_name(path: Path) -> str:
+    name = path.name
+    for suffix in sorted(ARCHIVES, key=len, reverse=True):
+        if path.is_file() and name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem if path.is_file() else name
+
+
+def discover(folder: Path) -> list[Submission]:
+    """The submissions in `folder`, sorted by student (a Slurm array task index refers to this order)."""
+    if not folder.is_dir():
+        raise BatchError(f"There is no folder {folder}: pass the folder that holds one entry per student.")
+    subs = []
+    for entry in folder.iterdir():
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_dir() or entry.name.endswith(ARCHIVES) or entry.suffix == ".py":
+            subs.append(Submission(_student_name(entry), entry))
+    names = [s.student for s in subs]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise BatchError(f"Two entries give the same student name ({', '.join(clashes)}): keep one of each.")
+    return sorted(subs, key=lambda s: s.student)
+
+
+def _safe_members(names: list[str], dest: Path) -> None:
+    for name in names:
+        target = (dest / name).resolve()
+        if dest.resolve() not in target.parents and target != dest.resolve():
+            raise BatchError(f"the archive holds {name!r}, which points outside its folder")
+
+
+def unpack(sub: Submission, dest: Path) -> Path:
+    """Copy or extract a submission into `dest` (emptied first) and return the folder to grade."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    src = sub.source
+    if src.is_dir():
+        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    elif src.name.endswith(".zip"):
+        with zipfile.ZipFile(src) as zf:
+            _safe_members(zf.namelist(), dest)
+            zf.extractall(dest)
+    elif src.name.endswith((".tar", ".tar.gz", ".tgz")):
+        with tarfile.open(src) as tf:
+            members = [m for m in tf.getmembers() if m.isfile() or m.isdir()]  # no links, no devices
+            _safe_members([m.name for m in members], dest)
+            tf.extractall(dest, members=members)
+    else:
+        shutil.copy2(src, dest / "kernels.py")
+    return dest
+
+
+def submission_root(folder: Path, slugs: list[str]) -> Path:
+    """The folder that holds SLUG/kernels.py (students often zip a parent folder around it)."""
+    if (folder / "kernels.py").exists() or any((folder / s / "kernels.py").exists() for s in slugs):
+        return folder
+    for path in sorted(folder.rglob("kernels.py")):
+        if path.parent.name in slugs:
+            return path.parent.parent
+        if len(slugs) == 1:
+            return path.parent
+    return folder
+
+
+def _files_digest(root: Path, h: "hashlib._Hash") -> None:
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+
+
+def fingerprint(sub: Submission, slugs: list[str], device: str) -> str:
+    """Changes when the submission, the graded slugs, the tier or the grader's code change."""
+    h = hashlib.sha256()
+    h.update(json.dumps([sorted(slugs), device]).encode())
+    if sub.source.is_dir():
+        _files_digest(sub.source, h)
+    else:
+        h.update(sub.source.read_bytes())
+    _files_digest(REPO_ROOT / "autograder", h)
+    return h.hexdigest()
+
+
+@dataclass
+class Outcome:
+    student: str
+    status: str  # graded | skipped (already done) | failed (the grading process itself failed)
+    seconds: float
+    score: float = 0.0
+    message: str = ""
+
+
+def _paths(out: Path, student: str) -> tuple[Path, Path, Path]:
+    return out / "results" / f"{student}.json", out / "results" / f"{student}.meta.json", out / "logs" / f"{student}.txt"
+
+
+def is_done(out: Path, sub: Submission, fp: str) -> bool:
+    result, meta, _ = _paths(out, sub.student)
+    if not (result.exists() and meta.exists()):
+        return False
+    try:
+        return json.loads(meta.read_text()).get("fingerprint") == fp
+    except json.JSONDecodeError:
+        return False
+
+
+def grade_one(sub: Submission, out: Path, slugs: list[str], device: str, gpu: str | None,
+              grade_args: list[str], timeout: float) -> Outcome:
+    """Unpack and grade one submission in its own process; write its results and fingerprint."""
+    t0 = time.perf_counter()
+    result, meta, log = _paths(out, sub.student)
+    for p in (result, log):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint(sub, slugs, device)
+    try:
+        folder = submission_root(unpack(sub, out / "work" / sub.student), slugs)
+    except (BatchError, zipfile.BadZipFile, tarfile.TarError, OSError) as exc:
+        return Outcome(sub.student, "failed", time.perf_counter() - t0, message=f"could not unpack: {exc}")
+    tmp = result.with_suffix(".json.tmp")
+    tmp.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "autograder", "grade", *slugs, "--submission", str(folder), "--device", device,
+           "--json", str(tmp), "--skip-doctor", *grade_args]
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    with log.open("w") as fh:
+        try:
+            proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    seconds = time.perf_counter() - t0
+    if code != 0 or not tmp.exists():
+        why = f"timed out after {timeout:.0f} s" if code is None else f"exit status {code}"
+        return Outcome(sub.student, "failed", seconds, message=f"the grading process failed ({why}); see {log}")
+    os.replace(tmp, result)
+    meta.write_text(json.dumps({"fingerprint": fp, "seconds": seconds, "device": device, "gpu": gpu,
+                                "date": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
+    return Outcome(sub.student, "graded", seconds, score=json.loads(result.read_text())["score"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Scores: one CSV column per graded part, and a leaderboard
+# --------------------------------------------------------------------------------------------------
+
+
+def _column(test: dict) -> str:
+    slug, task, kind = (test.get("tags") or ["?", "?", "correctness"])[:3]
+    name = task + (" speed" if kind == "speed" else "")
+    return name + (" (bonus)" if "(bonus)" in test["name"] else "")
+
+
+def collect(out: Path, students: list[str]) -> tuple[list[str], list[dict]]:
+    """Columns and one row per student with results: points per part, total, bonus-free total, speed-ups."""
+    rows, columns = [], []
+    for student in students:
+        path = out / "results" / f"{student}.json"
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        row: dict = {"student": student}
+        for test in data["tests"]:
+            col = _column(test)
+            if col not in columns:
+                columns.append(col)
+            row[col] = row.get(col, 0.0) + test["score"]
+        speedups = [e["value"] for e in data.get("leaderboard", []) if e.get("value", 0) > 0]
+        row["total"] = data["score"]
+        row["speedup_geomean"] = math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else ""
+        rows.append(row)
+    return columns, rows
+
+
+def write_scores(out: Path, students: list[str]) -> tuple[Path, Path]:
+    columns, rows = collect(out, students)
+    csv_path, board_path = out / "scores.csv", out / "leaderboard.md"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, ["student", *columns, "total", "speedup_geomean"], restval=0.0)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
+    ranked = sorted(rows, key=lambda r: (-r["total"], -(r["speedup_geomean"] or 0.0), r["student"]))
+    lines = ["| rank | student | total | speed-up (geomean) |", "|---:|---|---:|---:|"]
+    for i, r in enumerate(ranked, 1):
+        sp = f"{r['speedup_geomean']:.2f}x" if r["speedup_geomean"] else "-"
+        lines.append(f"| {i} | {r['student']} | {r['total']:.1f} | {sp} |")
+    board_path.write_text("\n".join(lines) + "\n")
+    return csv_path, board_path
+
+
+# --------------------------------------------------------------------------------------------------
+# Running a batch
+# --------------------------------------------------------------------------------------------------
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids to pin one grading slot each to: CUDA_VISIBLE_DEVICES if set, else every device torch sees."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+
+
+def run_batch(folder: Path, out: Path, slugs: list[str], device: str, jobs: int | None = None,
+              only: int | None = None, grade_args: list[str] | None = None, timeout: float = 3600.0,
+              say: Callable[[str], None] = print) -> list[Outcome]:
+    """Grade every submission not graded yet (or only the one at index `only`), then write the scores."""
+    subs = discover(folder)
+    if not subs:
+        raise BatchError(f"{folder} holds no submissions: put one folder, archive or kernels.py per student in it.")
+    if only is not None:
+        if not 0 <= only < len(subs):
+            raise BatchError(f"index {only} is out of range: {folder} holds {len(subs)} submissions (0 to {len(subs) - 1}).")
+        todo_all = [subs[only]]
+    else:
+        todo_all = subs
+    gpus = visible_gpus() if device == "cuda" else []
+    if device == "cuda" and not gpus:
+        raise BatchError("--device cuda was asked for, but no GPU is visible here.")
+    slots = gpus or [None] * max(1, jobs or 1)
+    if device == "cuda" and jobs:
+        slots = gpus[:jobs]
+
+    outcomes: list[Outcome] = []
+    todo = []
+    for sub in todo_all:
+        if is_done(out, sub, fingerprint(sub, slugs, device)):
+            outcomes.append(Outcome(sub.student, "skipped", 0.0, message="already graded"))
+        else:
+            todo.append(sub)
+    say(f"{len(subs)} submissions, {len(outcomes)} already graded, {len(todo)} to grade on "
+        f"{len(slots)} slot(s){' (GPUs ' + ', '.join(gpus) + ')' if gpus else ''}.")
+
+    free = list(slots)
+    lock = threading.Lock()
+    t_start = time.perf_counter()
+
+    def work(sub: Submission) -> Outcome:
+        with lock:
+            slot = free.pop()
+        try:
+            outcome = grade_one(sub, out, slugs, device, slot, grade_args or [], timeout)
+        finally:
+            with lock:
+                free.append(slot)
+        with lock:
+            outcomes.append(outcome)
+            done = sum(o.status != "skipped" for o in outcomes)
+            eta = (time.perf_counter() - t_start) / done * (len(todo) - done)
+            detail = f"{outcome.score:.1f} points" if outcome.status == "graded" else outcome.message
+            say(f"[{done}/{len(todo)}] {sub.student}: {detail} ({outcome.seconds:.0f} s; about {eta:.0f} s left)")
+        return outcome
+
+    with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+        list(pool.map(work, todo))
+    if only is None:
+        csv_path, board = write_scores(out, [s.student for s in subs])
+        say(f"Wrote {csv_path} and {board}.")
+    return outcomes
+
+
+def slurm_script(folder: Path, out: Path, slugs: list[str], count: int, grade_args: list[str],
+                 parallel: int = 8, hours: int = 2) -> str:
+    """An sbatch array job: one task per submission, each on one GPU; the merge runs after (see the README)."""
+    python = sys.executable
+    args = " ".join([*slugs, *(f"--grade-arg={a}" for a in grade_args)])
+    return f"""#!/bin/bash
+# Grade {count} submissions in {folder}, one array task per submission, each on one GPU.
+# Submit:  jobid=$(sbatch --parsable {out}/grade_array.sbatch)
+# Merge:   sbatch --dependency=afterany:$jobid --wrap "cd {REPO_ROOT} && {python} -m autograder batch {folder} --out {out} --merge {' '.join(slugs)}"
+#SBATCH --job-name=autograde
+#SBATCH --array=0-{count - 1}%{parallel}
+#SBATCH --gres=gpu:1
+#SBATCH --cpus-per-task=4
+#SBATCH --mem=32G
+#SBATCH --time={hours:02d}:00:00
+#SBATCH --output={out}/logs/slurm-%A_%a.txt
+set -euo pipefail
+cd {REPO_ROOT}
+{python} -m autograder batch {folder} --out {out} --device cuda --only-index "$SLURM_ARRAY_TASK_ID" {args}
+"""

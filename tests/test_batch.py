@@ -1,0 +1,163 @@
+"""`python -m autograder batch`: a class of generated submissions graded on the CPU, with resume and scores."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.batch import BatchError, discover, run_batch, slurm_script, submission_root, unpack
+from conftest import SEED, SUBMISSIONS
+
+RMS = SUBMISSIONS / "rmsnorm"
+QUICK = ["--max-cases=1", f"--seed={SEED}", "--timeout=60"]  # one case per part keeps 20 students fast
+
+# student -> (source file, layout). Layouts are the ways students hand work in.
+CLASS = {
+    **{f"correct_{i:02d}": ("correct_minimal.py", layout)
+       for i, layout in enumerate(["folder", "zip", "tgz", "flat", "nested_zip", "folder", "zip", "tgz", "flat", "folder"])},
+    "wrong_zero": ("wrong_zero_output.py", "folder"),
+    "wrong_passthrough": ("wrong_passthrough.py", "zip"),
+    "wrong_shape": ("wrong_shape.py", "folder"),
+    "wrong_pytorch": ("wrong_calls_pytorch.py", "tgz"),
+    "crash_raise": ("correct_minimal.py+raise", "folder"),
+    "crash_segfault": ("correct_minimal.py+segfault", "folder"),
+    "crash_exit": ("correct_minimal.py+exit", "zip"),
+    "broken_syntax": ("bad_syntax.py", "folder"),
+    "broken_import": ("bad_missing_import.py", "flat"),
+    "stub": (None, "folder"),
+}
+
+
+# Appended to an honest kernels.py: the public function then crashes on every call.
+CRASHES = {
+    "raise": "raise RuntimeError('crash')",
+    "segfault": "import ctypes; ctypes.string_at(0)",
+    "exit": "import os; os._exit(3)",
+}
+
+
+def _source(source: str | None) -> str:
+    if source is None:
+        return (SUBMISSIONS.parent.parent / "assignments" / "rmsnorm" / "kernels.py").read_text()
+    name, _, crash = source.partition("+")
+    code = (RMS / name).read_text()
+    if crash:
+        code += f"\n\ndef rmsnorm(x, weight, eps=1e-6):\n    {CRASHES[crash]}\n"
+    return code
+
+
+def _write(folder: Path, student: str, source: str | None, layout: str) -> None:
+    code = _source(source)
+    if layout == "folder":
+        (folder / student / "rmsnorm").mkdir(parents=True)
+        (folder / student / "rmsnorm" / "kernels.py").write_text(code)
+    elif layout == "flat":
+        (folder / f"{student}.py").write_text(code)
+    elif layout in ("zip", "nested_zip"):
+        inner = "my_work/rmsnorm/kernels.py" if layout == "nested_zip" else "rmsnorm/kernels.py"
+        with zipfile.ZipFile(folder / f"{student}.zip", "w") as zf:
+            zf.writestr(inner, code)
+    else:
+        with tarfile.open(folder / f"{student}.tar.gz", "w:gz") as tf:
+            data = code.encode()
+            info = tarfile.TarInfo("rmsnorm/kernels.py")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list]:
+    root = tmp_path_factory.mktemp("class")
+    folder, out = root / "submissions", root / "graded"
+    folder.mkdir()
+    for student, (source, layout) in CLASS.items():
+        _write(folder, student, source, layout)
+    outcomes = run_batch(folder, out, ["rmsnorm"], "cpu", jobs=2, grade_args=QUICK, say=lambda s: None)
+    return folder, out, outcomes
+
+
+def _scores(out: Path) -> dict[str, dict[str, str]]:
+    with (out / "scores.csv").open() as fh:
+        return {row["student"]: row for row in csv.DictReader(fh)}
+
+
+@pytest.mark.slow
+def test_every_student_of_twenty_is_graded_once(graded_class: tuple) -> None:
+    folder, out, outcomes = graded_class
+    assert len(CLASS) >= 20
+    assert sorted(o.student for o in outcomes) == sorted(CLASS)
+    assert all(o.status == "graded" for o in outcomes), [o.message for o in outcomes if o.status != "graded"]
+    assert sorted(p.stem for p in (out / "results").glob("*.meta.json")) == sorted(f"{s}.meta" for s in CLASS)
+
+
+@pytest.mark.slow
+def test_scores_separate_correct_wrong_and_crashing_submissions(graded_class: tuple) -> None:
+    _, out, _ = graded_class
+    scores = _scores(out)
+    full = {float(scores[s]["total"]) for s in CLASS if s.startswith("correct")}
+    assert len(full) == 1 and full.pop() > 0  # every layout of the same code gets the same points
+    top = float(scores["correct_00"]["total"])
+    for student in CLASS:
+        if not student.startswith("correct"):
+            assert float(scores[student]["total"]) < top, student
+    assert float(scores["crash_segfault"]["rmsnorm.forward"]) == 0.0
+    assert float(scores["stub"]["total"]) == 0.0
+    assert "rmsnorm.backward (bonus)" in scores["correct_00"]
+
+
+@pytest.mark.slow
+def test_leaderboard_ranks_correct_submissions_first(graded_class: tuple) -> None:
+    _, out, _ = graded_class
+    rows = [line.split("|")[2].strip() for line in (out / "leaderboard.md").read_text().splitlines()[2:]]
+    assert len(rows) == len(CLASS)
+    assert all(name.startswith("correct") for name in rows[:10])
+
+
+@pytest.mark.slow
+def test_a_second_run_resumes_and_regrades_only_what_changed(graded_class: tuple) -> None:
+    folder, out, _ = graded_class
+    (folder / "wrong_zero" / "rmsnorm" / "kernels.py").write_text((RMS / "correct_minimal.py").read_text())
+    outcomes = run_batch(folder, out, ["rmsnorm"], "cpu", jobs=2, grade_args=QUICK, say=lambda s: None)
+    graded = [o.student for o in outcomes if o.status == "graded"]
+    assert graded == ["wrong_zero"]
+    assert sum(o.status == "skipped" for o in outcomes) == len(CLASS) - 1
+    assert float(_scores(out)["wrong_zero"]["total"]) == float(_scores(out)["correct_00"]["total"])
+
+
+def test_archives_that_escape_their_folder_are_refused(tmp_path: Path) -> None:
+    evil = tmp_path / "in" / "mallory.zip"
+    evil.parent.mkdir()
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../../outside.py", "print('hi')")
+    with pytest.raises(BatchError, match="outside its folder"):
+        unpack(discover(evil.parent)[0], tmp_path / "work")
+    assert not (tmp_path / "outside.py").exists()
+
+
+def test_a_nested_upload_is_found_under_its_parent_folder(tmp_path: Path) -> None:
+    (tmp_path / "Downloads" / "hw" / "rmsnorm").mkdir(parents=True)
+    (tmp_path / "Downloads" / "hw" / "rmsnorm" / "kernels.py").write_text("")
+    assert submission_root(tmp_path, ["rmsnorm"]) == tmp_path / "Downloads" / "hw"
+
+
+def test_two_entries_for_one_student_are_an_error(tmp_path: Path) -> None:
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann.zip").write_bytes(b"")
+    with pytest.raises(BatchError, match="same student name"):
+        discover(tmp_path)
+
+
+def test_the_slurm_script_runs_one_array_task_per_submission(tmp_path: Path) -> None:
+    script = slurm_script(tmp_path / "subs", tmp_path / "out", ["rmsnorm"], 23, ["--reps=100"])
+    assert "#SBATCH --array=0-22%8" in script
+    assert "#SBATCH --gres=gpu:1" in script
+    assert '--only-index "$SLURM_ARRAY_TASK_ID"' in script
+    assert "--grade-arg=--reps=100" in script
+    assert "--merge" in script
