@@ -99,5 +99,8 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
         }  # fmt: skip
         (out / f"{slug}.json").write_text(json.dumps(results, indent=1) + "\n")
         (out / f"{slug}.md").write_text(markdown_table(results))
+        from autograder.plots import plot_results
+
+        plot_results(results, slug, out / f"{slug}.png")
         print(markdown_table(results))
     return 0

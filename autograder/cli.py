@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("slugs", nargs="*", metavar="SLUG")
     b.add_argument("--out", type=Path, help="folder for the JSON and markdown table (default results/<gpu>/)")
     b.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    b.add_argument("--replot", action="store_true", help="no GPU needed: redraw tables and plots from the JSON in --out")
 
     t = sub.add_parser("batch", help="grade a class: one submission per student, one slot per GPU (instructors)")
     t.add_argument("folder", type=Path, help="one folder, archive (.zip/.tar.gz) or kernels.py per student")
@@ -169,8 +170,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from autograder.bench import run_bench
+    from autograder.bench import REPO_ROOT as ROOT, run_bench
 
+    if args.replot:
+        from autograder.plots import replot
+
+        for path in replot(args.out or ROOT / "results" / "h200"):
+            print(f"wrote {path} and {path.with_suffix('.md')}")
+        return 0
     return run_bench(args.slugs or SLUGS, args.out, args.quick)
 
 

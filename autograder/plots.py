@@ -1,0 +1,65 @@
+"""Plots of committed benchmark results: one PNG per assignment, the solution against every baseline.
+
+Memory-bound calls are drawn as % of the copy bandwidth measured in the same run; compute-bound ones
+(rows with TFLOP/s) as TFLOP/s. Needs only matplotlib and the JSON, so it runs on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PNG_META = {"Software": None}  # regenerating from the same JSON gives the same bytes
+
+
+def plot_results(results: dict, title: str, path: Path) -> Path:
+    rows = results["rows"]
+    passes = list(dict.fromkeys(r["pass"] for r in rows))
+    fig, axes = plt.subplots(1, len(passes), figsize=(6.5 * len(passes), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], passes):
+        sub = [r for r in rows if r["pass"] == name]
+        flops = any(r.get("tflops") for r in sub)
+        shapes = list(dict.fromkeys("x".join(map(str, r["shape"])) + ("" if r["dtype"] == "bfloat16" else f" {r['dtype']}") for r in sub))
+        impls = list(dict.fromkeys(r["impl"] for r in sub))
+        width = 0.8 / len(impls)
+        others = iter(f"C{k}" for k in (0, 1, 2, 4, 5, 6, 7, 8, 9))  # C3 (red) is the solution's alone
+        for i, impl in enumerate(impls):
+            values = []
+            for shape in shapes:
+                match = [r for r in sub if r["impl"] == impl and
+                         "x".join(map(str, r["shape"])) + ("" if r["dtype"] == "bfloat16" else f" {r['dtype']}") == shape]
+                values.append((match[0].get("tflops") if flops else match[0]["pct_copy"]) if match else 0.0)
+            xs = [j + (i - (len(impls) - 1) / 2) * width for j in range(len(shapes))]
+            ax.bar(xs, values, width, label=impl, color="C3" if impl == "solution" else next(others, "gray"),
+                   edgecolor="black" if impl == "solution" else "none")
+        ax.set_xticks(range(len(shapes)), shapes, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("TFLOP/s" if flops else "% of copy bandwidth")
+        if not flops:
+            ax.axhline(100, color="gray", lw=0.8, ls="--")
+        ax.set_title(f"{title}: {name}")
+        ax.legend(fontsize=8)
+    meta = results["meta"]
+    fig.suptitle(f"{meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}", fontsize=9, y=0.995)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata=PNG_META)
+    plt.close(fig)
+    return path
+
+
+def replot(folder: Path) -> list[Path]:
+    """Rewrite <slug>.md and <slug>.png for every <slug>.json that `bench` wrote in `folder`."""
+    from autograder.bench import markdown_table
+
+    written = []
+    for path in sorted(folder.glob("*.json")):
+        results = json.loads(path.read_text())
+        if not isinstance(results, dict) or "rows" not in results or "meta" not in results:
+            continue  # grading results and other JSON kept beside the benchmarks
+        path.with_suffix(".md").write_text(markdown_table(results))
+        written.append(plot_results(results, path.stem, path.with_suffix(".png")))
+    return written
