@@ -1,4 +1,8 @@
-"""Assignment 02, operator fusion: GeLU (tanh approximation) and a row softmax, each one Triton kernel.
+"""CANDIDATE B of scripts/tune_fusion.py, not the solution: softmax rows of 16K+ elements keep only x in
+registers and read it again for the store. Measured slower on an H200 (results/h200/ab_fusion_softmax.json,
+0.75-0.93x in bf16), so solutions/fusion/kernels.py kept its own kernel; this file is the record of the A/B.
+
+Assignment 02, operator fusion: GeLU (tanh approximation) and a row softmax, each one Triton kernel.
 
     gelu(x)    = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))     as F.gelu(x, approximate="tanh")
     softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))                       over the last dimension
