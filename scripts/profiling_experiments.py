@@ -1,0 +1,495 @@
+"""Every GPU measurement behind modules 01 (profiling) and 02 (fusion), in one run on one GPU.
+
+    OUT=/some/dir python scripts/profiling_experiments.py        (repository root, PYTHONPATH=.)
+
+Writes under $OUT:
+    profiling.json            timer pitfalls, matmul TFLOP/s by size, MLP scaling, kernels seen by the
+                              profiler, GeLU variants and sin^2 + cos^2 (eager against torch.compile)
+    fusion_tune.json          the fusion solution on the GPU tier (every case, every dtype), the
+                              speed cases against their baselines and torch.compile, and the launch
+                              setting sweeps behind _gelu_config and _softmax_config
+    profile_*.txt             torch.profiler tables (top rows only)
+    log.txt                   everything printed
+
+Sections run in order of need and stop when the time budget (BUDGET_S, default 165 s) runs out; the
+JSON files are rewritten after each section, so a run cut short still returns what it measured.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from autograder import timing
+from autograder.checking import compare
+from autograder.spec import generator
+from autograder.specs import fusion as spec
+from course.loader import load_kernels, load_module
+
+START = time.time()
+BUDGET_S = float(os.environ.get("BUDGET_S", "165"))
+OUT = Path(os.environ.get("OUT", "/tmp/profiling_out"))
+OUT.mkdir(parents=True, exist_ok=True)
+DEV = torch.device("cuda")
+LOG = open(OUT / "log.txt", "w")  # noqa: SIM115
+PROFILING: dict = {}
+FUSION: dict = {}
+
+
+def log(*args: object) -> None:
+    line = " ".join(str(a) for a in args)
+    print(f"[{time.time() - START:6.1f}s] {line}", flush=True)
+    LOG.write(line + "\n")
+    LOG.flush()
+
+
+def left() -> float:
+    return BUDGET_S - (time.time() - START)
+
+
+def dump() -> None:
+    (OUT / "profiling.json").write_text(json.dumps(PROFILING, indent=1) + "\n")
+    (OUT / "fusion_tune.json").write_text(json.dumps(FUSION, indent=1) + "\n")
+
+
+def section(name: str, need_s: float) -> Callable:
+    """Run a section if at least need_s seconds of budget are left; record its error, never stop."""
+
+    def wrap(fn: Callable) -> Callable:
+        def run() -> None:
+            if left() < need_s:
+                log(f"SKIP {name}: {left():.0f} s left, needs {need_s:.0f}")
+                PROFILING.setdefault("skipped", []).append(name)
+                return
+            t0 = time.time()
+            log(f"== {name}")
+            try:
+                fn()
+            except Exception:  # noqa: BLE001
+                log(f"ERROR in {name}:\n{traceback.format_exc()}")
+                PROFILING.setdefault("errors", {})[name] = traceback.format_exc()[-2000:]
+            log(f"   {name} took {time.time() - t0:.1f} s")
+            dump()
+
+        return run
+
+    return wrap
+
+
+def events_ms(fn: Callable[[], object], reps: int = 10, warmup: int = 3) -> float:
+    """Median of CUDA-event times of fn over reps calls, after warm-up (no L2 flush: large operands)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def flushed_ms(fns: dict[str, Callable[[], object]], reps: int = 20) -> dict[str, float]:
+    """Median ms per call of each fn, interleaved, L2 flushed before each (autograder.timing)."""
+    times = timing.time_interleaved({k: (lambda i, f=f: f()) for k, f in fns.items()}, 1, reps, DEV,
+                                    warmup_ms=20, min_warmup_calls=3)  # fmt: skip
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _dev_time(evt: object, self_only: bool) -> float:
+    for key in (("self_device_time_total", "self_cuda_time_total") if self_only else ("device_time_total", "cuda_time_total")):
+        if hasattr(evt, key):
+            return float(getattr(evt, key))
+    return 0.0
+
+
+def profile(name: str, fn: Callable[[], object], iters: int = 3, rows: int = 12) -> list[dict]:
+    """Profile fn (after a warm-up), write the top rows of the table to profile_<name>.txt, return the kernels."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    fn()
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    averages = prof.key_averages()
+    table = None
+    for key in ("device_time_total", "cuda_time_total"):
+        try:
+            table = averages.table(sort_by=key, row_limit=rows, max_name_column_width=70)
+            break
+        except Exception:  # noqa: BLE001
+            continue
+    (OUT / f"profile_{name}.txt").write_text(f"# {name}: {iters} calls, {torch.cuda.get_device_name()}\n{table}\n")
+    # Kernels: entries that spend device time themselves and are not framework (aten::, cuda*) rows.
+    kernels = []
+    for evt in averages:
+        t = _dev_time(evt, self_only=True)
+        if t > 0 and not evt.key.startswith(("aten::", "cuda", "Memcpy", "Memset", "autograd", "Optimizer")):
+            kernels.append({"name": evt.key[:160], "calls_per_iter": evt.count / iters, "us_per_iter": t / iters})
+    kernels.sort(key=lambda k: -k["us_per_iter"])
+    return kernels
+
+
+# ==================================================================================================
+# Module 01: timing pitfalls, matmul, MLP scaling, the profiler
+# ==================================================================================================
+
+
+@section("timer pitfalls", 10)
+def timer_pitfalls() -> None:
+    n = 8192
+    a = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    a @ b  # the first matmul of the process: cuBLAS handle, workspace, kernel selection
+    torch.cuda.synchronize()
+    first_ms = (time.perf_counter() - t0) * 1e3
+    calls = 20
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        a @ b  # no synchronize: the loop only queues launches
+    naive_ms = (time.perf_counter() - t0) * 1e3 / calls
+    torch.cuda.synchronize()
+    drained_ms = (time.perf_counter() - t0) * 1e3 / calls  # the same loop once the queue has drained
+    synced = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        a @ b
+        torch.cuda.synchronize()
+        synced.append((time.perf_counter() - t0) * 1e3)
+    ev = events_ms(lambda: a @ b, reps=calls)
+    flops = 2 * n**3
+    res = {
+        "op": f"bf16 matmul {n}x{n} @ {n}x{n}", "flops": flops, "calls": calls,
+        "first_call_ms": first_ms, "naive_ms_per_call": naive_ms, "naive_then_sync_ms_per_call": drained_ms,
+        "synced_median_ms": statistics.median(synced), "synced_mean_ms": statistics.mean(synced),
+        "events_median_ms": ev,
+        "tflops": {"naive": flops / (naive_ms * 1e-3) / 1e12, "synced": flops / (statistics.median(synced) * 1e-3) / 1e12,
+                   "events": flops / (ev * 1e-3) / 1e12},
+    }  # fmt: skip
+    PROFILING["timer_pitfalls"] = res
+    log(f"first call {first_ms:.1f} ms; naive {naive_ms * 1e3:.1f} us/call; synced median {statistics.median(synced):.3f} ms; "
+        f"events {ev:.3f} ms -> naive says {res['tflops']['naive']:,.0f} TFLOP/s, events {res['tflops']['events']:,.0f}")
+
+
+@section("matmul sweep", 20)
+def matmul_sweep() -> None:
+    rows = []
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for dtype, sizes in (("bfloat16", [1024, 2048, 4096, 8192, 16384]), ("float32", [1024, 2048, 4096, 8192]),
+                         ("tf32", [1024, 2048, 4096, 8192])):  # fmt: skip
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        for n in sizes:
+            if left() < 8:
+                break
+            dt = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+            a = torch.randn(n, n, device=DEV, dtype=dt)
+            b = torch.randn(n, n, device=DEV, dtype=dt)
+            ms = events_ms(lambda: a @ b, reps=10 if n < 16384 else 5, warmup=3)
+            tf = 2 * n**3 / (ms * 1e-3) / 1e12
+            rows.append({"dtype": dtype, "n": n, "ms": ms, "tflops": tf})
+            log(f"matmul {dtype:8s} {n:6d}: {ms:9.3f} ms {tf:7.1f} TFLOP/s")
+            del a, b
+    torch.backends.cuda.matmul.allow_tf32 = False
+    PROFILING["matmul"] = rows
+
+
+def make_mlp(width: int, layers: int) -> torch.nn.Module:
+    blocks = []
+    for _ in range(layers):
+        blocks += [torch.nn.Linear(width, width, bias=False), torch.nn.GELU(approximate="tanh")]
+    return torch.nn.Sequential(*blocks).to(device=DEV, dtype=torch.bfloat16)
+
+
+def mlp_steps(model: torch.nn.Module, x: torch.Tensor, steps: int) -> None:
+    for _ in range(steps):
+        model(x).float().square().mean().backward()
+
+
+@section("mlp scaling", 15)
+def mlp_scaling() -> None:
+    base = {"steps": 2, "layers": 4, "batch": 1024, "width": 1024}
+    configs = [("base", 1)] + [(k, f) for k in ("steps", "layers", "batch", "width") for f in (2, 4)]
+    rows = []
+    for knob, factor in configs:
+        cfg = dict(base)
+        if knob != "base":
+            cfg[knob] *= factor
+        model = make_mlp(cfg["width"], cfg["layers"])
+        x = torch.randn(cfg["batch"], cfg["width"], device=DEV, dtype=torch.bfloat16)
+        ms = events_ms(lambda: mlp_steps(model, x, cfg["steps"]), reps=7, warmup=2)
+        flops = 6 * cfg["batch"] * cfg["width"] ** 2 * cfg["layers"] * cfg["steps"]  # matmuls, fwd + bwd
+        rows.append({"knob": knob, "factor": factor, **cfg, "ms": ms, "matmul_flops": flops,
+                     "tflops": flops / (ms * 1e-3) / 1e12})  # fmt: skip
+        log(f"mlp {knob:6s} x{factor}: {cfg} {ms:8.3f} ms {rows[-1]['tflops']:6.1f} TFLOP/s")
+        del model, x
+    base_ms = rows[0]["ms"]
+    for r in rows:
+        r["actual_ratio"] = r["ms"] / base_ms
+        r["expected_ratio"] = 1 if r["knob"] == "base" else (r["factor"] ** 2 if r["knob"] == "width" else r["factor"])
+    PROFILING["mlp_scaling"] = {"base": base, "rows": rows}
+
+
+@section("profiler tables", 15)
+def profiler_tables() -> None:
+    x = torch.randn(4096, 4096, device=DEV)
+    y = torch.randn(4096, 4096, device=DEV)
+    kern = {"add": profile("add", lambda: x + y)}
+    s = torch.randn(128, 128, device=DEV, dtype=torch.bfloat16)
+    kern["matmul_small"] = profile("matmul_small", lambda: s @ s)
+    big = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    kern["matmul_large"] = profile("matmul_large", lambda: big @ big)
+    model = make_mlp(1024, 4)
+    xm = torch.randn(1024, 1024, device=DEV, dtype=torch.bfloat16)
+    kern["mlp_fwd_bwd"] = profile("mlp", lambda: mlp_steps(model, xm, 1), iters=2, rows=16)
+    PROFILING["profiler_kernels"] = kern
+    for k, v in kern.items():
+        log(f"profile {k}: " + "; ".join(f"{e['name'][:70]} x{e['calls_per_iter']:g} {e['us_per_iter']:.1f}us" for e in v[:4]))
+
+
+# ==================================================================================================
+# Module 02: the fusion solution, on every graded case, then speed, then the sweeps
+# ==================================================================================================
+
+SOL = load_kernels("fusion", "solutions")
+
+
+def check_module(module: object, parts: list[str] | None = None, only: Callable[[dict], bool] = lambda p: True,
+                 dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")) -> list[dict]:
+    out = []
+    for part in spec.ASSIGNMENT.parts:
+        if parts and part.task not in parts:
+            continue
+        for case in part.cases_for("gpu"):
+            if case.params["dtype"] not in dtypes or not only(case.params):
+                continue
+            inputs = part.make_inputs(case.params, generator(1234, DEV), DEV)
+            try:
+                got = part.call(module, inputs, case.params)["y"]
+                torch.cuda.synchronize()
+                v = compare("y", got, part.reference(inputs, case.params)["y"], part.tolerances[case.params["dtype"]])
+                out.append({"task": part.task, "case": case.name, "ok": v.ok, "max_error": v.max_error, "message": v.message[:300]})
+            except Exception as exc:  # noqa: BLE001
+                out.append({"task": part.task, "case": case.name, "ok": False, "max_error": None, "message": repr(exc)[:300]})
+    return out
+
+
+@section("fusion correctness", 25)
+def fusion_correctness() -> None:
+    res = check_module(SOL)
+    FUSION["correctness"] = res
+    bad = [r for r in res if not r["ok"]]
+    worst = max((r["max_error"] or 0) for r in res)
+    log(f"solution: {len(res) - len(bad)}/{len(res)} GPU cases pass; worst error {worst:.2f} of the tolerance")
+    for r in bad:
+        log("  FAIL", r["task"], r["case"], r["message"])
+    by_dtype: dict = {}
+    for r in res:
+        d = r["case"].split(") ")[1].split()[0]
+        by_dtype[(r["task"], d)] = max(by_dtype.get((r["task"], d), 0), r["max_error"] or 0)
+    FUSION["worst_error_by_task_dtype"] = {f"{t} {d}": e for (t, d), e in by_dtype.items()}
+    log("worst error by task and dtype:", FUSION["worst_error_by_task_dtype"])
+    # The wrong submissions of tests/submissions/fusion on the GPU: each must fail its cases here too.
+    wrong = {}
+    subs = Path("tests/submissions/fusion")
+    for name, task, only in (
+        ("wrong_softmax_no_max", "fusion.softmax", lambda p: "offset" in p),
+        ("wrong_softmax_masked_zero", "fusion.softmax", lambda p: p["shape"][-1] in (20001, 5120, 1000, 96)),
+        ("wrong_gelu_exact", "fusion.gelu", lambda p: p["shape"][-1] in (4096, 14336)),
+        ("correct_minimal", None, lambda p: p["shape"][-1] < 100000),
+    ):
+        try:
+            mod = load_module(subs / f"{name}.py", name=f"gpu_{name}")
+            r = check_module(mod, [task] if task else None, only)
+            wrong[name] = [{"case": x["case"], "ok": x["ok"], "max_error": x["max_error"]} for x in r]
+            log(f"{name}: " + ", ".join(f"{x['case']}={'pass' if x['ok'] else 'FAIL'}" for x in r))
+        except Exception as exc:  # noqa: BLE001
+            wrong[name] = repr(exc)
+            log(f"{name}: {exc!r}")
+    FUSION["test_submissions_on_gpu"] = wrong
+
+
+def compiled(fn: Callable) -> Callable:
+    import torch._dynamo
+
+    for knob in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 64)
+    return torch.compile(fn, dynamic=False)
+
+
+@section("speed cases", 25)
+def speed_cases() -> None:
+    copy = timing.copy_bandwidth_gbps(DEV)
+    FUSION["copy_gbps"] = copy
+    rows = []
+    gelu_c, softmax_c = compiled(spec.eager_gelu), compiled(spec.eager_softmax)
+    for part, shape in (("gelu", [16384, 8192]), ("gelu", [16384, 16384]), ("softmax", [8192, 8192]),
+                        ("softmax", [4096, 32000]), ("softmax", [1024, 128256])):  # fmt: skip
+        params = {"shape": shape, "dtype": "bfloat16"}
+        make = spec.make_gelu_inputs if part == "gelu" else spec.make_softmax_inputs
+        inputs = make(params, generator(5, DEV), DEV)
+        if part == "gelu":
+            fns = {"solution": lambda: SOL.gelu(inputs["x"]), "eager": lambda: spec.eager_gelu(inputs, params),
+                   "library": lambda: spec.library_gelu(inputs, params), "torch.compile": lambda: gelu_c(inputs, params)}
+        else:
+            fns = {"solution": lambda: SOL.softmax(inputs["x"]), "eager": lambda: spec.eager_softmax(inputs, params),
+                   "library": lambda: spec.library_softmax(inputs, params), "torch.compile": lambda: softmax_c(inputs, params)}
+        ms = flushed_ms(fns, reps=30)
+        nbytes = spec.elementwise_bytes(params)
+        row = {"op": part, "shape": shape, "ms": ms, "pct_copy": {k: 100 * nbytes / (v * 1e-3) / 1e9 / copy for k, v in ms.items()},
+               "speedup": {k: v / ms["solution"] for k, v in ms.items()}}  # fmt: skip
+        rows.append(row)
+        log(f"{part} {shape}: " + ", ".join(f"{k} {v * 1e3:.1f}us ({row['pct_copy'][k]:.0f}%, sol {row['speedup'][k]:.2f}x)" for k, v in ms.items()))
+        del inputs
+    FUSION["speed"] = rows
+
+
+@section("gelu variants and sin^2+cos^2", 20)
+def gelu_variants() -> None:
+    x = torch.randn(16384, 8192, device=DEV, dtype=torch.bfloat16)
+    inputs, params = {"x": x}, {}
+    gelu_c = compiled(spec.eager_gelu)
+    variants = {
+        "eager ops": lambda: spec.eager_gelu(inputs, params),
+        "F.gelu": lambda: F.gelu(x, approximate="tanh"),
+        "torch.compile": lambda: gelu_c(inputs, params),
+        "triton": lambda: SOL.gelu(x),
+    }
+    ms = flushed_ms(variants, reps=20)
+    kernels = {name: profile(f"gelu_{name.split()[0].replace('.', '_').lower()}", fn, iters=2, rows=10) for name, fn in variants.items()}
+    PROFILING["gelu_variants"] = {"shape": [16384, 8192], "dtype": "bfloat16", "ms": ms, "bytes_min": 2 * x.nbytes,
+                                  "kernels": kernels}  # fmt: skip
+    for name in variants:
+        log(f"gelu {name:14s} {ms[name] * 1e3:8.1f} us, {len(kernels[name])} kernels: " + ", ".join(k["name"][:40] for k in kernels[name]))
+
+    def sincos(t: torch.Tensor) -> torch.Tensor:
+        return torch.sin(t) ** 2 + torch.cos(t) ** 2
+
+    t = torch.randn(16384, 8192, device=DEV)
+    sc_c = compiled(sincos)
+    ms2 = flushed_ms({"eager": lambda: sincos(t), "torch.compile": lambda: sc_c(t)}, reps=20)
+    k2 = {"eager": profile("sincos_eager", lambda: sincos(t), iters=2, rows=8),
+          "torch.compile": profile("sincos_compile", lambda: sc_c(t), iters=2, rows=8)}
+    PROFILING["sincos"] = {"shape": [16384, 8192], "dtype": "float32", "ms": ms2, "bytes_min": 2 * t.nbytes, "kernels": k2}
+    log(f"sin^2+cos^2: eager {ms2['eager'] * 1e3:.1f} us ({len(k2['eager'])} kernels), compile "
+        f"{ms2['torch.compile'] * 1e3:.1f} us ({len(k2['torch.compile'])} kernels)")
+    # One file for the six tables: no more than 8 files come back from a run.
+    with open(OUT / "profile_fusion.txt", "w") as merged:
+        for name in ("gelu_eager", "gelu_f_gelu", "gelu_torch_compile", "gelu_triton", "sincos_eager", "sincos_compile"):
+            path = OUT / f"profile_{name}.txt"
+            if path.exists():
+                merged.write(path.read_text() + "\n")
+                path.unlink()
+
+
+@section("gelu sweep", 15)
+def gelu_sweep() -> None:
+    copy = FUSION.get("copy_gbps") or timing.copy_bandwidth_gbps(DEV)
+    res = []
+    for n in (16384 * 8192,):
+        x = torch.randn(n, device=DEV, dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        for block, warps in itertools.product([1024, 2048, 4096, 8192, 16384], [4, 8, 16]):
+            if not 4 <= block // (32 * warps) <= 64 or left() < 5:
+                continue
+
+            def run(block: int = block, warps: int = warps) -> None:
+                SOL._gelu_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK=block, num_warps=warps)
+
+            ms = flushed_ms({"k": run}, reps=15)["k"]
+            res.append({"n": n, "block": block, "warps": warps, "ms": ms, "pct_copy": 100 * 4 * n / (ms * 1e-3) / 1e9 / copy})
+        best = max((r for r in res if r["n"] == n), key=lambda r: r["pct_copy"], default=None)
+        log(f"gelu n={n}: best {best}; current {SOL._gelu_config(n)}")
+    FUSION["gelu_sweep"] = res
+
+
+@section("softmax sweep", 15)
+def softmax_sweep() -> None:
+    copy = FUSION.get("copy_gbps") or timing.copy_bandwidth_gbps(DEV)
+    res = []
+    plan = [  # (N, BLOCK_M options, warps options, looped tiles): the looped-or-not choice first
+        (32768, [1], [16, 32], [4096, 8192, 16384]),
+        (128256, [1], [], [4096, 8192, 16384]),
+        (1024, [1, 2, 4, 8], [4, 8], []),
+        (4096, [1, 2], [4, 8, 16], []),
+        (8192, [1], [8, 16, 32], []),
+        (16384, [1], [8, 16, 32], []),
+    ]
+    for n_cols, bms, warps_opts, tiles in plan:
+        n_rows = max(1, (64 << 20) // n_cols)  # about 64M elements: 128 MB of bf16 each way
+        x = torch.randn(n_rows, n_cols, device=DEV, dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        block_n = triton.next_power_of_2(n_cols)
+        configs = [(bm, block_n, w, True) for bm in bms for w in warps_opts if block_n <= 32768]
+        configs += [(1, t, w, False) for t in tiles for w in (8, 16)]
+        for bm, bn, w, single in configs:
+            if left() < 5:
+                break
+
+            def run(bm: int = bm, bn: int = bn, w: int = w, single: bool = single) -> None:
+                SOL._softmax_kernel[(triton.cdiv(n_rows, bm),)](x, y, n_rows, n_cols, n_cols, n_cols, BLOCK_M=bm,
+                                                                BLOCK_N=bn, SINGLE_TILE=single, num_warps=w)  # fmt: skip
+
+            try:
+                ms = flushed_ms({"k": run}, reps=15)["k"]
+            except Exception as exc:  # noqa: BLE001  (too many registers, say)
+                log(f"softmax N={n_cols} bm={bm} bn={bn} w={w}: {exc!r}"[:200])
+                continue
+            res.append({"n_cols": n_cols, "n_rows": n_rows, "block_m": bm, "block_n": bn, "warps": w, "single": single,
+                        "ms": ms, "pct_copy": 100 * 4 * x.numel() / (ms * 1e-3) / 1e9 / copy})  # fmt: skip
+        mine = [r for r in res if r["n_cols"] == n_cols]
+        if mine:
+            best = max(mine, key=lambda r: r["pct_copy"])
+            log(f"softmax N={n_cols}: best {best}; current {SOL._softmax_config(n_rows, n_cols)}; " +
+                ", ".join(f"{'s' if r['single'] else 'L'}{r['block_m']}x{r['block_n']}/w{r['warps']}:{r['pct_copy']:.0f}%" for r in mine))
+        del x, y
+    FUSION["softmax_sweep"] = res
+
+
+def main() -> int:
+    import triton as _t
+
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": _t.__version__,
+            "cuda": torch.version.cuda, "python": platform.python_version(), "date": datetime.date.today().isoformat(),
+            "command": "python scripts/profiling_experiments.py"}  # fmt: skip
+    PROFILING["meta"] = meta
+    FUSION["meta"] = meta
+    log(meta)
+    PROFILING["copy_gbps"] = timing.copy_bandwidth_gbps(DEV)
+    log(f"copy bandwidth {PROFILING['copy_gbps']:,.0f} GB/s")
+    for step in (timer_pitfalls, fusion_correctness, speed_cases, matmul_sweep, mlp_scaling, profiler_tables,
+                 gelu_variants, gelu_sweep, softmax_sweep):  # fmt: skip
+        step()
+    PROFILING["seconds"] = time.time() - START
+    dump()
+    log(f"done in {time.time() - START:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
