@@ -1,0 +1,74 @@
+"""Measure `autograder batch` throughput on one GPU against all visible GPUs (issue: grading a class at scale).
+
+    python scripts/batch_throughput.py --out OUT [--students 16] [--max-cases 2] [SLUG ...]
+
+Generates a class of submissions (the reference solution, the minimal correct one and wrong ones, from
+tests/submissions/), grades it with CUDA_VISIBLE_DEVICES set to the first GPU, then to every GPU, and writes
+OUT/batch_throughput.json with the wall times and the speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_class(folder: Path, slugs: list[str], students: int) -> None:
+    sources = []
+    for slug in slugs:
+        subs = REPO_ROOT / "tests" / "submissions" / slug
+        sources += [(slug, REPO_ROOT / "solutions" / slug / "kernels.py")]
+        sources += [(slug, p) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))]
+    for i in range(students):
+        slug, src = sources[i % len(sources)]
+        dst = folder / f"student_{i:03d}" / slug
+        dst.mkdir(parents=True)
+        shutil.copy(src, dst / "kernels.py")
+
+
+def run(folder: Path, out: Path, slugs: list[str], gpus: str, max_cases: int) -> float:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus, "PYTHONPATH": str(REPO_ROOT)}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "autograder", "batch", str(folder), *slugs, "--out", str(out),
+                    "--device", "cuda", f"--grade-arg=--max-cases={max_cases}", "--grade-arg=--reps=20"],
+                   cwd=REPO_ROOT, env=env, check=False)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("slugs", nargs="*", default=["rmsnorm"])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--students", type=int, default=16)
+    p.add_argument("--max-cases", type=int, default=2)
+    args = p.parse_args()
+    import torch
+
+    n = torch.cuda.device_count()
+    work = args.out / "class"
+    make_class(work, args.slugs, args.students)
+    one = run(work, args.out / "graded_1gpu", args.slugs, "0", args.max_cases)
+    every = run(work, args.out / "graded_all", args.slugs, ",".join(map(str, range(n))), args.max_cases)
+    same = (args.out / "graded_1gpu" / "scores.csv").read_text().count("\n") == (args.out / "graded_all" / "scores.csv").read_text().count("\n")
+    result = {
+        "gpu": torch.cuda.get_device_name(0), "gpus": n, "students": args.students, "slugs": args.slugs,
+        "max_cases": args.max_cases, "seconds_1gpu": one, "seconds_all": every, "speedup": one / every,
+        "same_rows": same, "torch": torch.__version__, "date": datetime.date.today().isoformat(),
+    }
+    (args.out / "batch_throughput.json").write_text(json.dumps(result, indent=1) + "\n")
+    shutil.copy(args.out / "graded_all" / "scores.csv", args.out / "scores_all.csv")
+    print(f"{args.students} submissions: 1 GPU {one:.0f} s, {n} GPUs {every:.0f} s, {one / every:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
