@@ -42,9 +42,10 @@ def markdown_table(results: dict) -> str:
         "| pass | shape | dtype | impl | time (us) | " + ("TFLOP/s | " if flops else "") + f"GB/s | % of copy | vs {ref} |",
         "|---|---|---|---|---:|" + ("---:|" if flops else "") + "---:|---:|---:|",
     ]
-    base_ms = {(r["pass"], tuple(r["shape"])): r["ms"] for r in rows if r["impl"] == ref}
+    # Keyed by dtype too: a suite may time the same shape in several dtypes.
+    base_ms = {(r["pass"], tuple(r["shape"]), r["dtype"]): r["ms"] for r in rows if r["impl"] == ref}
     for r in rows:
-        base = base_ms.get((r["pass"], tuple(r["shape"])))
+        base = base_ms.get((r["pass"], tuple(r["shape"]), r["dtype"]))
         ratio = f"{base / r['ms']:.2f}x" if base else ""
         shape = "x".join(map(str, r["shape"]))
         tf = (f"{r['tflops']:,.0f} | " if r.get("tflops") else " | ") if flops else ""

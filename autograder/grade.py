@@ -73,13 +73,14 @@ def _load_outputs(blob: bytes) -> dict[str, torch.Tensor]:
     return torch.load(io.BytesIO(blob), weights_only=True)
 
 
-def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Tensor], device: torch.device) -> tuple[bool, str]:
+def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Tensor], device: torch.device,
+           note: str = "") -> tuple[bool, str]:
     """Whether a case's reply is correct, and a sentence when it is not."""
     if reply["forbidden_ops"]:
         ops = ", ".join(reply["forbidden_ops"][:6])
         return False, (
             f"The graded call computed with PyTorch ({ops}). Besides your Triton kernels it may only "
-            "allocate, view and copy tensors: compute the result in your kernel."
+            "allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
         )
     if reply["launches"] == 0:
         return False, "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
@@ -100,7 +101,7 @@ def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Ten
             problem = f"`{name}` is on {meta['device']}, but should be on {device.type} like the inputs."
         if problem:
             return False, problem
-        verdict = compare(name, outputs[name].to(ref.device), ref, part.tolerances[params["dtype"]])
+        verdict = compare(name, outputs[name].to(ref.device), ref, part.tolerance(params))
         if not verdict.ok:
             return False, verdict.message
         worst = max(worst, verdict.max_error)
@@ -132,7 +133,7 @@ def _correctness(spec: Assignment, part: Part, tier: str, worker: Worker, device
             else:
                 inputs = part.make_inputs(case.params, generator(seed, device), device)
                 reference = part.reference(inputs, case.params)
-                ok, message = _judge(part, case.params, reply, reference, device)
+                ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
                 result.status, result.message = ("passed" if ok else "failed"), message
                 result.score = pts if ok else 0.0
         result.seconds = time.perf_counter() - t0
@@ -170,7 +171,7 @@ def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, s
     ref = next(iter(part.reference(inputs, sc.params).values()))
     out = _load_outputs(reply["outputs"]).get("out")
     problem = check_meta("output", out, tuple(ref.shape), DTYPES[sc.params["dtype"]], "cpu")
-    verdict = compare("output", out.to(ref.device), ref, part.tolerances[sc.params["dtype"]]) if not problem else None
+    verdict = compare("output", out.to(ref.device), ref, part.tolerance(sc.params)) if not problem else None
     if problem or not verdict.ok:
         result.message = "The output of a timed call was wrong: " + (problem or verdict.message)
         return result

@@ -61,7 +61,9 @@ class Part:
     call: Callable[[ModuleType, Tensors, Params], Tensors]  # runs in the worker, on the submission
     reference: Callable[[Tensors, Params], Tensors]  # float64, runs in the grader
     cases: list[Case]
-    tolerances: dict[str, Tolerance]  # by dtype name
+    # By dtype name: a Tolerance, or a function of the case's parameters that returns one (for errors that
+    # grow with a size, such as a matmul's inner dimension K).
+    tolerances: dict[str, Tolerance | Callable[[Params], Tolerance]]
     bonus: bool = False
     # Optional, runs in the worker before the graded call, unwatched and untimed: the submission's own
     # offline step (e.g. re-laying quantized weights with `prepare`). Its tensors are added to the inputs.
@@ -69,6 +71,11 @@ class Part:
 
     def cases_for(self, tier: str) -> list[Case]:
         return [c for c in self.cases if c.tier == tier]
+
+    def tolerance(self, params: Params) -> Tolerance:
+        """The tolerance of one case: the dtype's entry, evaluated on the case's parameters when it is a function."""
+        tol = self.tolerances[params["dtype"]]
+        return tol if isinstance(tol, Tolerance) else tol(params)
 
 
 @dataclass
@@ -102,6 +109,10 @@ class Assignment:
     # Timed in the worker as the baseline, and allowed nowhere in a submission's graded call.
     baseline: Callable[[Tensors, Params], Tensors] | None = None
     speed_call: Callable[[ModuleType, Tensors, Params], Any] | None = None
+    # PyTorch ops refused in this assignment's graded calls although the grader allows them elsewhere
+    # (a transpose must not be a PyTorch copy of a transposed view), and a sentence saying why.
+    forbidden_ops: frozenset[str] = frozenset()
+    forbidden_note: str = ""
 
     def part(self, task: str) -> Part:
         for p in self.parts:

@@ -43,14 +43,16 @@ def _op_name(func: Any) -> str:
 class _Watch:
     """Records, during one graded call, the PyTorch ops run and the submission's kernel launches."""
 
-    def __init__(self, submission_file: str) -> None:
+    def __init__(self, submission_file: str, refused: frozenset[str] = frozenset()) -> None:
         self.submission_file = submission_file
+        self.refused = refused  # allowed ops that this assignment refuses all the same
         self.forbidden: list[str] = []
         self.launches = 0
 
     def saw_op(self, func: Any) -> None:
         name = _op_name(func)
-        if name.rstrip("_") not in ALLOWED_OPS and name not in ALLOWED_OPS:
+        refused = name in self.refused or name.rstrip("_") in self.refused
+        if refused or (name.rstrip("_") not in ALLOWED_OPS and name not in ALLOWED_OPS):
             qualified = str(func).rsplit(".", 1)[0]
             if qualified not in self.forbidden:
                 self.forbidden.append(qualified)
@@ -262,7 +264,7 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
     params = request["params"]
     inputs = part.make_inputs(params, generator(request["seed"], device), device)
     before = {k: v.clone() for k, v in inputs.items()}
-    watch = _Watch(submission_file)
+    watch = _Watch(submission_file, frozenset(getattr(spec, "forbidden_ops", ())))
     try:
         prepared = part.setup(module, inputs, params) if part.setup is not None else {}
     except BaseException as exc:  # noqa: BLE001

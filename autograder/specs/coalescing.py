@@ -1,0 +1,162 @@
+"""Grading spec for assignment 03, coalescing: transpose(x), a tiled transpose."""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import torch
+
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+
+# --------------------------------------------------------------------------------------------------
+# Inputs: normal values with a random scale and offset per seed, so that almost every element differs
+# from its neighbours (a kernel that puts an element in the wrong place cannot land on an equal value
+# except by rare coincidence, and then only there).
+# --------------------------------------------------------------------------------------------------
+
+
+def make_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    shape, dtype = tuple(params["shape"]), DTYPES[params["dtype"]]
+    scale = math.exp(math.log(0.25) + math.log(16.0) * torch.rand((), generator=g, device=g.device).item())
+    offset = (torch.rand((), generator=g, device=g.device).item() - 0.5) * scale
+    x = torch.randn(shape, generator=g, device=device) * scale + offset  # (M, N)
+    return {"x": x.to(dtype)}
+
+
+def reference(inputs: Tensors, params: Params) -> Tensors:
+    return {"out": inputs["x"].double().t().contiguous()}  # (N, M); float64 holds every input value exactly
+
+
+def torch_transpose(inputs: Tensors, params: Params) -> torch.Tensor:
+    """PyTorch's own way: a copy of the transposed view (one strided side)."""
+    return inputs["x"].t().contiguous()
+
+
+def call(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"out": module.transpose(inputs["x"])}
+
+
+def speed_call(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return module.transpose(inputs["x"])
+
+
+def bytes_moved(params: Params) -> int:
+    """Read x once, write out once."""
+    return 2 * math.prod(params["shape"]) * DTYPES[params["dtype"]].itemsize
+
+
+# --------------------------------------------------------------------------------------------------
+# Cases and rubric.
+# --------------------------------------------------------------------------------------------------
+
+# A transpose does no arithmetic: every output element is a copy of one input element, bits and all.
+# The float64 reference holds each input value exactly (every float32, float16 and bfloat16 value is a
+# float64 value), so a correct kernel matches it exactly and any nonzero error means an element came from
+# the wrong place (or was never written). A tolerance above zero would only let such errors through, e.g.
+# a neighbour that happens to be close: bfloat16 has 256 values per octave, so duplicates are common.
+TOLERANCES = {name: Tolerance(rtol=0.0, atol=0.0) for name in ("float32", "float16", "bfloat16")}
+
+# Small float32 shapes for the interpreter: single rows and columns, shapes that are not multiples of
+# any tile (the solution's tiles are 64 x 64 here), both orientations of the same non-square shape (a
+# kernel that mixes up rows and columns passes square inputs only), one exact multiple of the tile.
+CPU_CASES = [
+    {"shape": [1, 1]},
+    {"shape": [1, 77]},
+    {"shape": [77, 1]},
+    {"shape": [33, 17]},
+    {"shape": [17, 33]},
+    {"shape": [64, 64]},
+    {"shape": [100, 300]},
+    {"shape": [129, 65]},
+    {"shape": [257, 31]},
+]
+# GPU shapes: weight matrices and activations of Llama-sized layers (4096 hidden, 14336 MLP), their
+# transposes, a vector each way, and sizes that are not multiples of any tile.
+GPU_CASES = [
+    {"shape": [4096, 4096]},
+    {"shape": [4096, 14336]},
+    {"shape": [14336, 4096]},
+    {"shape": [8192, 1024]},
+    {"shape": [1793, 1793]},
+    {"shape": [1, 5000]},
+    {"shape": [5000, 1]},
+    {"shape": [777, 3001]},
+]
+
+
+def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
+    cases = [Case({**p, "dtype": "float32"}, "cpu") for p in cpu]
+    cases += [Case({**p, "dtype": d}, "gpu") for d in ("float32", "float16", "bfloat16") for p in gpu]
+    return cases
+
+
+# Speed: against PyTorch's x.t().contiguous(), timed in the same run. On an H200 (scripts/tune_coalescing.py)
+# it moves 15% of the copy bandwidth in bfloat16 and 27% in float32, while a tiled kernel reaches 85-93%:
+# full points at 85% of copy bandwidth, which is 5.5x PyTorch in bfloat16 and 3x in float32. Matching
+# PyTorch's transpose earns nothing.
+SPEED = [
+    SpeedCase("coalescing.transpose", {"shape": [8192, 8192], "dtype": "bfloat16"}, 10, 5.5, bytes_moved,
+              baseline_name="x.t().contiguous()"),
+    SpeedCase("coalescing.transpose", {"shape": [4096, 14336], "dtype": "float32"}, 10, 3.0, bytes_moved,
+              baseline_name="x.t().contiguous()"),
+]  # fmt: skip
+
+ASSIGNMENT = Assignment(
+    slug="coalescing",
+    title="03 Coalescing: transpose",
+    api={"transpose": "transpose(x)"},
+    parts=[
+        Part(
+            task="coalescing.transpose",
+            title="tiled transpose kernel",
+            points=60,
+            make_inputs=make_inputs,
+            call=call,
+            reference=reference,
+            cases=_cases(CPU_CASES, GPU_CASES),
+            tolerances=TOLERANCES,
+        ),
+    ],
+    speed=SPEED,
+    baseline=torch_transpose,
+    speed_call=speed_call,
+    # PyTorch's copies would transpose for the student (x.t().contiguous() is the op being replaced).
+    forbidden_ops=frozenset({"clone", "copy_", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize"}),
+    forbidden_note=(
+        "In this assignment copies count too (`clone`, `contiguous`, `copy_`, `to`): the copy that "
+        "transposes is the operation you are writing. Views such as x.t() are fine."
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Benchmarks (python -m autograder bench coalescing): the solution, PyTorch's transpose and a plain copy.
+# --------------------------------------------------------------------------------------------------
+
+BENCH_SHAPES = {
+    "bfloat16": [[1024, 1024], [2048, 2048], [4096, 4096], [8192, 8192], [16384, 16384], [4096, 14336], [14336, 4096]],
+    "float32": [[1024, 1024], [4096, 4096], [8192, 8192], [4096, 14336]],
+}
+
+
+def bench_suite(module: ModuleType, quick: bool = False) -> list[BenchCase]:
+    def impls(params: Params) -> dict:
+        def solution(inputs: Tensors):
+            return lambda: module.transpose(inputs["x"])
+
+        def torch_t(inputs: Tensors):
+            return lambda: inputs["x"].t().contiguous()
+
+        def copy(inputs: Tensors):
+            dst = torch.empty_like(inputs["x"])
+            return lambda: dst.copy_(inputs["x"])  # the same bytes, no transpose: the ceiling
+
+        return {"solution": solution, "x.t().contiguous()": torch_t, "copy": copy}
+
+    suite = []
+    for dtype, shapes in BENCH_SHAPES.items():
+        for shape in shapes[2:4] if quick else shapes:
+            params = {"shape": shape, "dtype": dtype}
+            suite.append(BenchCase("forward", params, make_inputs, impls(params), bytes_moved(params)))
+    return suite

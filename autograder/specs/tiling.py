@@ -1,0 +1,187 @@
+"""Grading spec for assignment 04, tiling: matmul(a, b), a tiled matrix multiplication."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from types import ModuleType
+
+import torch
+
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+
+# Shapes are written [M, K, N]: a is (M, K), b is (K, N), the result (M, N).
+
+# --------------------------------------------------------------------------------------------------
+# Inputs: zero-mean normal entries with a random scale per seed, so that a zero output, an input
+# passed through or a constant cannot land inside the tolerance, and |c| grows like sqrt(K).
+# --------------------------------------------------------------------------------------------------
+
+
+def make_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    m, k, n = params["shape"]
+    dtype = DTYPES[params["dtype"]]
+    scale = math.exp(math.log(0.5) + math.log(4.0) * torch.rand((), generator=g, device=g.device).item())
+    a = torch.randn((m, k), generator=g, device=device) * scale  # (M, K)
+    b = torch.randn((k, n), generator=g, device=device) / math.sqrt(scale)  # (K, N)
+    return {"a": a.to(dtype), "b": b.to(dtype)}
+
+
+def reference(inputs: Tensors, params: Params) -> Tensors:
+    return {"c": inputs["a"].double() @ inputs["b"].double()}  # (M, N): float64 products of the rounded inputs
+
+
+def cublas(inputs: Tensors, params: Params) -> torch.Tensor:
+    return torch.matmul(inputs["a"], inputs["b"])
+
+
+def call(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"c": module.matmul(inputs["a"], inputs["b"])}
+
+
+def speed_call(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return module.matmul(inputs["a"], inputs["b"])
+
+
+def bytes_moved(params: Params) -> int:
+    """Read a and b once, write c once."""
+    m, k, n = params["shape"]
+    return (m * k + k * n + m * n) * DTYPES[params["dtype"]].itemsize
+
+
+def flops(params: Params) -> int:
+    m, k, n = params["shape"]
+    return 2 * m * n * k
+
+
+# --------------------------------------------------------------------------------------------------
+# Tolerances, per dtype and scaled with K.
+#
+# An element passes when |c - ref| <= atol * mean|ref| + rtol * |ref| (autograder.checking.compare). An
+# honest kernel makes three kinds of error:
+#   - rounding c once to the output dtype: at most u |ref| (u = 2^-11 for float16, 2^-8 for bfloat16,
+#     2^-24 for float32): rtol = 2u leaves a 2x margin;
+#   - summing K products in float32: relative to mean|ref| this grows with K. Rounding to nearest would
+#     give about 2^-24 sqrt(K), but the tensor cores' float32 accumulation is biased (it truncates), and on
+#     an H200 the largest accumulator error grew in proportion to K: 0.16 * 2^-24 * K at K = 4096 and 14336
+#     (scripts/tune_tiling.py, results/h200/tune_tiling.json). atol = 2^-24 * K leaves a 6x margin;
+#   - float32 inputs only: the three tf32 products per step (tf32x3) miss the lo*lo term, about 2^-22 of
+#     each product, a K-independent error near 1e-6 of mean|ref|; measured at most 7e-6 with K = 14336.
+#     cuBLAS in float32 (ordinary float32 arithmetic, no tensor cores) measured 4e-5 there. float32's
+#     atol = 4e-6 + 0.25 * 2^-24 * K accepts both with a 5x margin.
+# What they reject (tests/test_tolerances_tiling.py shows each on the graded shapes):
+#   - accumulating in float16 (or bfloat16): each partial sum rounded to 11 (8) bits, an error near
+#     u sqrt(K / BLOCK_K) of mean|ref|, far past 2^-24 K once K is a few times BLOCK_K;
+#   - the next lower input precision: tf32 products for float32 (error ~2e-3 of mean|ref|, measured with
+#     cuBLAS), bfloat16 inputs for float16, float8 inputs for bfloat16;
+#   - a zero output, an input passed through, a K remainder dropped.
+# --------------------------------------------------------------------------------------------------
+
+U32 = 2.0**-24
+
+
+def _scaled(rtol: float, atol0: float, per_k: float) -> Callable[[Params], Tolerance]:
+    def tolerance(params: Params) -> Tolerance:
+        k = params["shape"][1]
+        return Tolerance(rtol=rtol, atol=atol0 + per_k * U32 * k)
+
+    tolerance.__doc__ = f"rtol {rtol:.3g}, atol {atol0:g} + {per_k:g} * 2^-24 * K"
+    return tolerance
+
+
+TOLERANCES: dict[str, Callable[[Params], Tolerance]] = {
+    "float32": _scaled(rtol=2.0**-22, atol0=4e-6, per_k=0.25),
+    "float16": _scaled(rtol=2.0**-10, atol0=0.0, per_k=1.0),
+    "bfloat16": _scaled(rtol=2.0**-7, atol0=0.0, per_k=1.0),
+}
+
+# Small float32 shapes for the interpreter (whose tiles are 32 x 32 x 16): K not a multiple of 16 in
+# most (17, 129, 300, 1000), a single element, a single row and a single column, one shape of exact
+# multiples, long K with few tiles.
+CPU_CASES = [
+    {"shape": [33, 17, 45]},
+    {"shape": [1, 1, 1]},
+    {"shape": [1, 300, 7]},
+    {"shape": [64, 64, 64]},
+    {"shape": [100, 129, 70]},
+    {"shape": [45, 1000, 33]},
+    {"shape": [129, 33, 1]},
+    {"shape": [70, 200, 130]},
+]
+# GPU shapes: Llama-sized layers (4096 hidden, 14336 MLP, 2048 tokens), one-token decode, the 1793 cube
+# (rows not 16-byte aligned), and small shapes that are multiples of nothing.
+GPU_CASES = [
+    {"shape": [4096, 4096, 4096]},
+    {"shape": [2048, 4096, 14336]},
+    {"shape": [2048, 14336, 4096]},
+    {"shape": [1, 4096, 4096]},
+    {"shape": [1793, 1793, 1793]},
+    {"shape": [1000, 333, 777]},
+    {"shape": [127, 8192, 129]},
+    {"shape": [3, 5, 7]},
+]
+
+
+def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
+    cases = [Case({**p, "dtype": "float32"}, "cpu") for p in cpu]
+    cases += [Case({**p, "dtype": d}, "gpu") for d in ("float32", "float16", "bfloat16") for p in gpu]
+    return cases
+
+
+# Speed: against cuBLAS (torch.matmul) in the same run, which a Triton kernel reaches only in part:
+# partial points from 0.5x. On an H200 the solution ran 0.92x cuBLAS at 4096^3 (full points from 0.85x)
+# and 2.5x at 1793^3, where cuBLAS falls to 102 TFLOP/s (full points from 1.5x).
+SPEED = [
+    SpeedCase("tiling.matmul", {"shape": [4096, 4096, 4096], "dtype": d}, 5, 0.85, bytes_moved, flops=flops,
+              baseline_name="cuBLAS", zero_at=0.5)
+    for d in ("float16", "bfloat16")
+] + [
+    SpeedCase("tiling.matmul", {"shape": [1793, 1793, 1793], "dtype": d}, 5, 1.5, bytes_moved, flops=flops,
+              baseline_name="cuBLAS", zero_at=0.5)
+    for d in ("float16", "bfloat16")
+]  # fmt: skip
+
+ASSIGNMENT = Assignment(
+    slug="tiling",
+    title="04 Tiling: matmul",
+    api={"matmul": "matmul(a, b)"},
+    parts=[
+        Part(
+            task="tiling.matmul",
+            title="tiled matmul kernel",
+            points=60,
+            make_inputs=make_inputs,
+            call=call,
+            reference=reference,
+            cases=_cases(CPU_CASES, GPU_CASES),
+            tolerances=TOLERANCES,
+        ),
+    ],
+    speed=SPEED,
+    baseline=cublas,
+    speed_call=speed_call,
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Benchmarks (python -m autograder bench tiling): the solution against cuBLAS across sizes.
+# --------------------------------------------------------------------------------------------------
+
+BENCH_SIZES = [256, 512, 1024, 1536, 1792, 1793, 2048, 3072, 4096, 6144, 8192]
+BENCH_LLM = [[4096, 4096, 14336], [4096, 14336, 4096]]  # a Llama-3-8B MLP's up and down projections, 4096 tokens
+
+
+def bench_suite(module: ModuleType, quick: bool = False) -> list[BenchCase]:
+    def impls() -> dict:
+        return {
+            "solution": lambda inputs: (lambda: module.matmul(inputs["a"], inputs["b"])),
+            "cuBLAS": lambda inputs: (lambda: torch.matmul(inputs["a"], inputs["b"])),
+        }
+
+    shapes = [[s, s, s] for s in ([1792, 1793, 4096] if quick else BENCH_SIZES)] + ([] if quick else BENCH_LLM)
+    suite = []
+    for dtype in ("float16", "bfloat16"):
+        for shape in shapes:
+            params = {"shape": shape, "dtype": dtype}
+            suite.append(BenchCase("forward", params, make_inputs, impls(), bytes_moved(params), flops(params)))
+    return suite
