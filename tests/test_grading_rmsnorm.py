@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grade import AssignmentResult, grade_assignment
+from autograder.specs import SLUGS
 from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
 FORWARD = "rmsnorm.forward"
@@ -162,4 +163,4 @@ def test_cli_writes_gradescope_results(tmp_path: Path) -> None:
 def test_cli_explains_bad_arguments() -> None:
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "nosuch", "--skip-doctor"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "Unknown assignment nosuch: the course has rmsnorm." in proc.stdout
+    assert proc.returncode == 2 and f"Unknown assignment nosuch: the course has {', '.join(SLUGS)}." in proc.stdout
