@@ -1,12 +1,16 @@
 """Check and tune the RoPE and SwiGLU solutions on a GPU, and time them against eager PyTorch and torch.compile.
 
-    python3 scripts/tune_rope_swiglu.py [--json FILE] [--skip-compare]
+    python3 scripts/tune_rope_swiglu.py [--json FILE] [--skip-compare] [--quick]
+
+Its H200 output is committed: results/h200/tune_rope_swiglu_sweep.* (the full run, made before the RoPE
+solution became the rows kernel) and results/h200/tune_rope_swiglu_final.* (--quick, on the final kernels).
 
 1. correctness on cuda: every GPU-tier case of both specs (forward and backward, float32, float16,
    bfloat16) against the float64 reference and the graded tolerance, plus the GPU tier's catch of
    tests/submissions/swiglu/wrong_bf16_product.py, which the float32 CPU tier cannot see;
-2. sweeps of the launch settings: RoPE positions per program (BLOCK_S), heads per program and warps,
-   with two variants of the head loop; SwiGLU elements per program (BLOCK) and warps; forward and backward;
+2. sweeps of the launch settings: the RoPE solution's rows per program (BLOCK_R) and warps, against two
+   alternatives that reuse a table tile across heads (a head loop, a 3-D tile); SwiGLU elements per program
+   (BLOCK) and warps; forward and backward;
 3. the solution against eager PyTorch and torch.compile (forward, and the compiled backward) at the
    bench shapes, with Dynamo's recompile limit lifted as the specs do;
 4. the decode-sized SwiGLU call (16 rows): GPU time, host time per call, CUDA-graph replay, and the
