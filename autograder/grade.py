@@ -84,6 +84,8 @@ def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Ten
         )
     if reply["launches"] == 0:
         return False, "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
+    if reply.get("out_of_bounds"):
+        return False, reply["out_of_bounds"][0]
     if reply["inputs_changed"]:
         names = ", ".join(f"`{n}`" for n in reply["inputs_changed"])
         return False, f"Your code changed its input {names}: inputs must be left as they were (write into a new tensor)."

@@ -34,6 +34,19 @@ ALLOWED_OPS = frozenset(
 )
 
 
+# Ops whose new tensors are fenced during a graded call: each result is carved from the middle of a
+# larger buffer whose ends hold a byte pattern, so a store past either end of it (a missing mask on the
+# last block) changes the pattern and is reported, instead of landing in memory nobody checks.
+FENCED_OPS = frozenset(
+    """
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros full full_like
+    new_full ones ones_like new_ones clone _to_copy
+    """.split()
+)
+FENCE_BYTES = 1 << 17  # each side; more than one block of any kernel in the course runs past an end
+FENCE_PATTERN = 0xA5
+
+
 def _op_name(func: Any) -> str:
     # str(aten.mean.dim) == "aten.mean.dim"; the overload name is not part of the policy.
     parts = str(func).split(".")
@@ -48,6 +61,7 @@ class _Watch:
         self.refused = refused  # allowed ops that this assignment refuses all the same
         self.forbidden: list[str] = []
         self.launches = 0
+        self.fences: list[tuple] = []
 
     def saw_op(self, func: Any) -> None:
         name = _op_name(func)
@@ -61,6 +75,49 @@ class _Watch:
         code = getattr(fn, "__code__", None)
         if code is not None and os.path.realpath(code.co_filename) == self.submission_file:
             self.launches += 1
+
+    def fence(self, func: Any, out: Any) -> Any:
+        """The new tensor `out`, moved into the middle of a buffer with a fence of FENCE_BYTES on each side."""
+        import torch
+
+        if _op_name(func) not in FENCED_OPS or type(out) is not torch.Tensor or out.layout != torch.strided:
+            return out
+        if out.numel() == 0 or not out.is_contiguous() or out.device.type == "meta":
+            return out
+        itemsize, nbytes = out.element_size(), out.numel() * out.element_size()
+        buf = torch.empty(FENCE_BYTES + nbytes + FENCE_BYTES, dtype=torch.uint8, device=out.device)
+        buf[:FENCE_BYTES].fill_(FENCE_PATTERN)
+        buf[FENCE_BYTES + nbytes :].fill_(FENCE_PATTERN)
+        # set_ shares the buffer's storage without making the result a view (autograd sees a fresh tensor).
+        fenced = torch.empty(0, dtype=out.dtype, device=out.device)
+        fenced.set_(buf.untyped_storage(), FENCE_BYTES // itemsize, out.shape, out.stride())
+        fenced.copy_(out)  # keep what the op put there: NaN poison for empty, zeros for zeros ...
+        self.fences.append((buf, nbytes, _op_name(func), tuple(out.shape), str(out.dtype).replace("torch.", ""), itemsize))
+        return fenced
+
+    def broken_fences(self) -> list[str]:
+        """A sentence for each fenced tensor whose fence was written: a store outside the tensor."""
+        import torch
+
+        problems = []
+        for buf, nbytes, op, shape, dtype, itemsize in self.fences:
+            before = torch.nonzero(buf[:FENCE_BYTES] != FENCE_PATTERN).flatten()
+            after = torch.nonzero(buf[FENCE_BYTES + nbytes :] != FENCE_PATTERN).flatten()
+            spans = []
+            if after.numel():
+                reach = -(-(int(after.max()) + 1) // itemsize)  # elements, rounded up
+                spans.append(f"up to {reach:,} elements past its last element")
+            if before.numel():
+                reach = -(-(FENCE_BYTES - int(before.min())) // itemsize)
+                spans.append(f"up to {reach:,} elements before its first element")
+            if spans:
+                problems.append(
+                    f"Your code wrote outside a tensor allocated during the call (`{op}`, shape {shape}, {dtype}): "
+                    f"memory {' and '.join(spans)} was overwritten. Every store whose offsets can run past the "
+                    "end needs a mask (offsets < size): the last block of a flat kernel, the edge of a tile "
+                    "wider than the data. Unmasked, it writes into memory that belongs to something else."
+                )
+        return problems
 
 
 _WATCH: _Watch | None = None
@@ -98,9 +155,11 @@ def _make_recorder() -> Any:
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
             if _WATCH is not None:
                 _WATCH.saw_op(func)
-            return func(*args, **(kwargs or {}))
+                out = _WATCH.fence(func, out)
+            return out
 
     return Recorder()
 
@@ -291,6 +350,8 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
         _WATCH = None
         torch.use_deterministic_algorithms(False)
     changed = [k for k in inputs if not torch.equal(inputs[k].detach(), before[k])]
+    out_of_bounds = watch.broken_fences()
+    watch.fences.clear()
     meta = {
         k: {"type": type(v).__name__, "device": v.device.type if isinstance(v, torch.Tensor) else ""}
         for k, v in outputs.items()
@@ -302,6 +363,7 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
         "forbidden_ops": watch.forbidden,
         "launches": watch.launches,
         "inputs_changed": changed,
+        "out_of_bounds": out_of_bounds,
     }
 
 

@@ -1,0 +1,27 @@
+"""Wrong: the position is read off the wrong axis, as if x were laid out (B, S, H, D) like Hugging Face's projections."""
+
+import course.env  # noqa: F401
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _row_kernel(x_ptr, cos_ptr, sin_ptr, y_ptr, seq_len, n_heads, half, BLOCK_D: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # (b*H + h) * S + s
+    pos = (row // n_heads) % seq_len  # BUG: (b*S + s) * H + h is not how x is laid out
+    i = tl.arange(0, BLOCK_D)
+    mask = i < half
+    x1 = tl.load(x_ptr + row * 2 * half + i, mask=mask, other=0.0).to(tl.float32)
+    x2 = tl.load(x_ptr + row * 2 * half + half + i, mask=mask, other=0.0).to(tl.float32)
+    c = tl.load(cos_ptr + pos * half + i, mask=mask, other=0.0)
+    s = tl.load(sin_ptr + pos * half + i, mask=mask, other=0.0)
+    tl.store(y_ptr + row * 2 * half + i, (x1 * c - x2 * s).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + row * 2 * half + half + i, (x2 * c + x1 * s).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    y = torch.empty_like(x)
+    half = x.shape[-1] // 2
+    _row_kernel[(x.numel() // x.shape[-1],)](x, cos, sin, y, x.shape[2], x.shape[1], half, BLOCK_D=triton.next_power_of_2(half))
+    return y

@@ -1,0 +1,22 @@
+"""Wrong: no mask, so the last block reads past the ends of gate and up and writes past the end of the output."""
+
+import course.env  # noqa: F401
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(gate_ptr, up_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.load(gate_ptr + offs).to(tl.float32)  # BUG: no mask on the last block
+    u = tl.load(up_ptr + offs).to(tl.float32)
+    out = g / (1.0 + tl.exp(-g)) * u
+    tl.store(out_ptr + offs, out.to(out_ptr.dtype.element_ty))  # BUG
+
+
+def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(gate)
+    n = gate.numel()
+    _kernel[(triton.cdiv(n, 256),)](gate, up, out, n, BLOCK=256)
+    return out
