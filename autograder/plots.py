@@ -62,4 +62,58 @@ def replot(folder: Path) -> list[Path]:
             continue  # grading results and other JSON kept beside the benchmarks
         path.with_suffix(".md").write_text(markdown_table(results))
         written.append(plot_results(results, path.stem, path.with_suffix(".png")))
+    from autograder.specs import SYLLABUS
+
+    (folder / "SUMMARY.md").write_text(summary_table(folder, SYLLABUS))
     return written
+
+
+def _size(row: dict) -> int:
+    n = 1
+    for s in row["shape"]:
+        n *= s
+    return n
+
+
+def summary_table(folder: Path, slugs: list[str]) -> str:
+    """One line per assignment, pass and dtype: the solution at the largest benchmarked size against the
+    fastest baseline there, and the worst ratio over the whole sweep (where the solution is weakest)."""
+    lines = [
+        "| module | pass | dtype | largest size | solution (us) | % of copy or TFLOP/s | fastest baseline there | ratio | lowest ratio in the sweep |",
+        "|---|---|---|---|---:|---:|---|---:|---|",
+    ]
+    dates = set()
+    for slug in slugs:
+        path = folder / f"{slug}.json"
+        if not path.exists():
+            continue
+        results = json.loads(path.read_text())
+        dates.add((results["meta"]["gpu"], results["meta"]["torch"], results["meta"]["triton"], results["meta"]["date"]))
+        rows = results["rows"]
+        for name in dict.fromkeys(r["pass"] for r in rows):
+            for dtype in dict.fromkeys(r["dtype"] for r in rows if r["pass"] == name):
+                sub = [r for r in rows if r["pass"] == name and r["dtype"] == dtype]
+                groups: dict[tuple, list[dict]] = {}
+                for r in sub:
+                    groups.setdefault(tuple(r["shape"]), []).append(r)
+                ratios = []
+                for shape, group in groups.items():
+                    sol = next((r for r in group if r["impl"] == "solution"), None)
+                    base = [r for r in group if r["impl"] not in ("solution", "copy")]
+                    if sol and base:
+                        best = min(base, key=lambda r: r["ms"])
+                        ratios.append((best["ms"] / sol["ms"], shape, best))
+                if not ratios:
+                    continue
+                largest = max(groups, key=lambda s: _size({"shape": list(s)}))
+                ratio, _, best = next(r for r in ratios if r[1] == largest)
+                sol = next(r for r in groups[largest] if r["impl"] == "solution")
+                rate = f"{sol['tflops']:,.0f} TFLOP/s" if sol.get("tflops") else f"{sol['pct_copy']:.0f}%"
+                low, low_shape, low_best = min(ratios, key=lambda r: r[0])
+                lines.append(
+                    f"| {slug} | {name} | {dtype} | {'x'.join(map(str, largest))} | {sol['ms'] * 1e3:,.1f} | {rate} | "
+                    f"{best['impl']} {best['ms'] * 1e3:,.1f} | {ratio:.2f}x | {low:.2f}x vs {low_best['impl']} at "
+                    f"{'x'.join(map(str, low_shape))} |"
+                )
+    head = "; ".join(f"{g}, torch {t}, triton {tr}, {d}" for g, t, tr, d in sorted(dates))
+    return f"Measured on {head}. Ratios above 1 mean the solution is faster.\n\n" + "\n".join(lines) + "\n"
