@@ -19,29 +19,33 @@ PNG_META = {"Software": None}  # regenerating from the same JSON gives the same 
 
 def plot_results(results: dict, title: str, path: Path) -> Path:
     rows = results["rows"]
-    passes = list(dict.fromkeys(r["pass"] for r in rows))
-    fig, axes = plt.subplots(1, len(passes), figsize=(6.5 * len(passes), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], passes):
-        sub = [r for r in rows if r["pass"] == name]
+    panels = list(dict.fromkeys((r["pass"], r["dtype"]) for r in rows))  # one panel per pass and dtype
+    most = max(len({tuple(r["shape"]) for r in rows if (r["pass"], r["dtype"]) == p}) for p in panels)
+    cols = min(2, len(panels))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(cols * max(6.0, 0.55 * most + 2), 4.2 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (name, dtype) in zip(axes.flat, panels):
+        sub = [r for r in rows if r["pass"] == name and r["dtype"] == dtype]
         flops = any(r.get("tflops") for r in sub)
-        shapes = list(dict.fromkeys("x".join(map(str, r["shape"])) + ("" if r["dtype"] == "bfloat16" else f" {r['dtype']}") for r in sub))
+        shapes = list(dict.fromkeys(tuple(r["shape"]) for r in sub))
         impls = list(dict.fromkeys(r["impl"] for r in sub))
         width = 0.8 / len(impls)
         others = iter(f"C{k}" for k in (0, 1, 2, 4, 5, 6, 7, 8, 9))  # C3 (red) is the solution's alone
         for i, impl in enumerate(impls):
             values = []
             for shape in shapes:
-                match = [r for r in sub if r["impl"] == impl and
-                         "x".join(map(str, r["shape"])) + ("" if r["dtype"] == "bfloat16" else f" {r['dtype']}") == shape]
+                match = [r for r in sub if r["impl"] == impl and tuple(r["shape"]) == shape]
                 values.append((match[0].get("tflops") if flops else match[0]["pct_copy"]) if match else 0.0)
             xs = [j + (i - (len(impls) - 1) / 2) * width for j in range(len(shapes))]
             ax.bar(xs, values, width, label=impl, color="C3" if impl == "solution" else next(others, "gray"),
                    edgecolor="black" if impl == "solution" else "none")
-        ax.set_xticks(range(len(shapes)), shapes, rotation=30, ha="right", fontsize=8)
+        ax.set_xticks(range(len(shapes)), ["x".join(map(str, s)) for s in shapes], rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("TFLOP/s" if flops else "% of copy bandwidth")
         if not flops:
             ax.axhline(100, color="gray", lw=0.8, ls="--")
-        ax.set_title(f"{title}: {name}")
+        ax.set_title(f"{title}: {name}, {dtype}")
         ax.legend(fontsize=8)
     meta = results["meta"]
     fig.suptitle(f"{meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}", fontsize=9, y=0.995)
