@@ -1,0 +1,333 @@
+"""Grading spec for assignment 09, weight-only quantized matmul: w8a16_matmul and w4a16_matmul.
+
+    w8a16_matmul(x, w_int8, scales):                 y = x @ (w_int8 * scales[:, None]).T
+    w4a16_matmul(x, w_packed, scales, group_size):   y = x @ W.T, W[n, k] = (q[n, k] - 8) * scales[n, k // G]
+
+w_packed is (N, K // 2) uint8 with q[n, 2j] in the low nibble of byte j and q[n, 2j + 1] in its high nibble.
+A submission may define prepare(w_packed, scales, group_size): the worker calls it once per input set,
+outside the graded call and the timed region, and passes what it returns in place of w_packed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+
+# --------------------------------------------------------------------------------------------------
+# Inputs. Codes are uniform over their range, as after round-to-nearest quantization of smooth weights;
+# scales vary by a factor of 7 across channels (W8A16) and groups (W4A16), so a scale taken from the
+# wrong channel or group, a forgotten zero point or swapped nibbles each move most outputs by far more
+# than the tolerance; the activations' scale is drawn per seed.
+# --------------------------------------------------------------------------------------------------
+
+PREPARED = "prepared."  # prefix of the tensors a submission's prepare() returned, among a call's inputs
+
+
+def _uniform(g: torch.Generator, lo: float, hi: float) -> float:
+    return lo + (hi - lo) * torch.rand((), generator=g, device=g.device).item()
+
+
+def _activations(params: Params, g: torch.Generator, device: torch.device) -> torch.Tensor:
+    scale = math.exp(_uniform(g, math.log(0.25), math.log(4.0)))
+    return torch.randn(params["M"], params["K"], generator=g, device=device) * scale  # (M, K)
+
+
+def _scales(shape: tuple[int, ...], g: torch.Generator, device: torch.device, unit: float) -> torch.Tensor:
+    return (torch.rand(shape, generator=g, device=device) * 1.5 + 0.25) * unit
+
+
+def make_w8_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    dtype, n, k = DTYPES[params["dtype"]], params["N"], params["K"]
+    x = _activations(params, g, device)
+    w = torch.randint(-127, 128, (n, k), generator=g, device=device, dtype=torch.int8)  # (N, K)
+    scales = _scales((n,), g, device, 0.5 / 127)  # (N,): weights up to about 0.9 in magnitude
+    return {"x": x.to(dtype), "w_int8": w, "scales": scales.to(dtype)}
+
+
+def pack_int4(q: torch.Tensor) -> torch.Tensor:
+    """(N, K) codes in 0..15 -> (N, K // 2) uint8: even k in the low nibble, odd k in the high nibble."""
+    q = q.to(torch.uint8)
+    return q[:, 0::2] | (q[:, 1::2] << 4)
+
+
+def unpack_int4(w_packed: torch.Tensor) -> torch.Tensor:
+    """(N, K // 2) uint8 -> (N, K) codes in 0..15, as int16."""
+    lo, hi = w_packed & 0xF, w_packed >> 4
+    return torch.stack((lo, hi), dim=-1).reshape(w_packed.shape[0], -1).to(torch.int16)
+
+
+def make_w4_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    dtype, n, k, group = DTYPES[params["dtype"]], params["N"], params["K"], params["group_size"]
+    x = _activations(params, g, device)
+    q = torch.randint(0, 16, (n, k), generator=g, device=device, dtype=torch.uint8)  # (N, K)
+    scales = _scales((n, k // group), g, device, 0.5 / 7)  # (N, K // G)
+    return {"x": x.to(dtype), "w_packed": pack_int4(q), "scales": scales.to(dtype)}
+
+
+# --------------------------------------------------------------------------------------------------
+# References: weights dequantized in float64, in the grader's process.
+# --------------------------------------------------------------------------------------------------
+
+
+def dequantize_w8(inputs: Tensors, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return inputs["w_int8"].to(dtype) * inputs["scales"].to(dtype)[:, None]  # (N, K)
+
+
+def dequantize_w4(inputs: Tensors, group_size: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    q = unpack_int4(inputs["w_packed"]).to(dtype)  # (N, K)
+    return (q - 8) * inputs["scales"].to(dtype).repeat_interleave(group_size, dim=1)
+
+
+def reference_w8(inputs: Tensors, params: Params) -> Tensors:
+    return {"y": inputs["x"].double() @ dequantize_w8(inputs).T}
+
+
+def reference_w4(inputs: Tensors, params: Params) -> Tensors:
+    return {"y": inputs["x"].double() @ dequantize_w4(inputs, params["group_size"]).T}
+
+
+# --------------------------------------------------------------------------------------------------
+# Calls on the submission (run in the worker process), and the optional offline step.
+# --------------------------------------------------------------------------------------------------
+
+
+def setup_w4(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    """Run the submission's prepare(), if it has one, and keep what it returns for the graded call."""
+    prepare = getattr(module, "prepare", None)
+    if prepare is None:
+        return {}
+    prepared = prepare(inputs["w_packed"], inputs["scales"], params["group_size"])
+    if prepared is None:
+        return {}
+    if not isinstance(prepared, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in prepared.items()):
+        raise TypeError(
+            "prepare() must return a dict of tensors (or None to use w_packed as it is); "
+            f"it returned {type(prepared).__name__}."
+        )
+    allowed = inputs["w_packed"].nbytes + 2 * inputs["scales"].nbytes
+    held = sum(v.nbytes for v in prepared.values())
+    if held > allowed:
+        raise ValueError(
+            f"prepare() returned {held:,} bytes of tensors, more than w_packed plus twice the scales "
+            f"({allowed:,} bytes): a prepared layout may re-arrange the 4-bit weights, not dequantize or widen them."
+        )
+    return {PREPARED + k: v for k, v in prepared.items()}
+
+
+def _w4_weights(inputs: Tensors) -> torch.Tensor | dict[str, torch.Tensor]:
+    prepared = {k[len(PREPARED):]: v for k, v in inputs.items() if k.startswith(PREPARED)}
+    return prepared or inputs["w_packed"]
+
+
+def call_w8(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"y": module.w8a16_matmul(inputs["x"], inputs["w_int8"], inputs["scales"])}
+
+
+def call_w4(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"y": module.w4a16_matmul(inputs["x"], _w4_weights(inputs), inputs["scales"], params["group_size"])}
+
+
+def speed_w8(module: ModuleType, inputs: Tensors, params: Params) -> Any:
+    return module.w8a16_matmul(inputs["x"], inputs["w_int8"], inputs["scales"])
+
+
+def speed_w4(module: ModuleType, inputs: Tensors, params: Params) -> Any:
+    return module.w4a16_matmul(inputs["x"], _w4_weights(inputs), inputs["scales"], params["group_size"])
+
+
+def _dense_weight(inputs: Tensors, params: Params) -> torch.Tensor:
+    """The baseline's weight, dequantized once per input set in x's dtype. The first calls of a timing run
+    are its warm-up, so the dequantization never lands inside a timed call."""
+    if "_dense" not in inputs:
+        w = dequantize_w4(inputs, params["group_size"], torch.float32) if "w_packed" in inputs else dequantize_w8(inputs, torch.float32)
+        inputs["_dense"] = w.to(inputs["x"].dtype).contiguous()  # (N, K)
+    return inputs["_dense"]
+
+
+def cublas_baseline(inputs: Tensors, params: Params) -> torch.Tensor:
+    """What the layer costs without quantization: x @ W.T through cuBLAS, with W already in x's dtype."""
+    return inputs["x"] @ _dense_weight(inputs, params).T
+
+
+def w8_bytes(params: Params) -> int:
+    """Read x, w (1 byte a weight) and the scales once, write y once."""
+    m, k, n, s = params["M"], params["K"], params["N"], DTYPES[params["dtype"]].itemsize
+    return n * k + n * s + (m * k + m * n) * s
+
+
+def w4_bytes(params: Params) -> int:
+    """Read x, w (half a byte a weight) and the scales once, write y once."""
+    m, k, n, s = params["M"], params["K"], params["N"], DTYPES[params["dtype"]].itemsize
+    return n * k // 2 + n * (k // params["group_size"]) * s + (m * k + m * n) * s
+
+
+def matmul_flops(params: Params) -> int:
+    return 2 * params["M"] * params["N"] * params["K"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Tolerances, cases and rubric.
+# --------------------------------------------------------------------------------------------------
+
+# The reference multiplies the exact dequantized weights in float64; a kernel keeps the decoded weights
+# and the products in float32 and rounds once, on the store. Three errors remain:
+# - the store: up to u = 2^-11 (float16) or 2^-8 (bfloat16) relative; rtol is 4u, as for every course kernel.
+# - the float32 sum itself. Added up in order, K terms drift by about u32 * sqrt(K / 2) * rms(y), with
+#   u32 = 2^-24: 5e-6 of rms(y) at K = 14336, and 4 to 5 times that at the largest of a quarter million
+#   outputs (measured on an H200: 1.2e-5 of mean|y|). float32's atol, 1e-4, covers it 8 times over.
+# - honest kernels may round each scaled weight (q - 8) * s to x's dtype before a 16-bit tl.dot: an error
+#   of up to u on each of the K terms, about u / sqrt(3) * rms(y) on each output and 3.6u * mean|y| at the
+#   largest of a million. atol is 10u * mean|y| for float16 and bfloat16.
+# Rounding the weights or the activations to the next lower precision (bfloat16 for float16 outputs,
+# float8 for bfloat16, 16-bit floats or tf32 for float32) moves thousands of outputs past these bounds:
+# tests/test_tolerances_quant_matmul.py shows both sides on the graded shapes.
+TOLERANCES = {
+    "float32": Tolerance(rtol=1e-5, atol=1e-4),
+    "float16": Tolerance(rtol=2e-3, atol=5e-3),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=4e-2),
+}
+
+# Small float32 shapes for the interpreter: N odd, K a multiple of neither 64 nor 128 (W8A16), several
+# groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it.
+CPU_W8 = [
+    {"M": 1, "K": 100, "N": 37},
+    {"M": 3, "K": 64, "N": 5},
+    {"M": 5, "K": 257, "N": 19},
+    {"M": 1, "K": 1000, "N": 61},
+    {"M": 4, "K": 130, "N": 33},
+]
+CPU_W4 = [
+    {"M": 1, "K": 64, "N": 37, "group_size": 32},
+    {"M": 3, "K": 96, "N": 5, "group_size": 32},
+    {"M": 5, "K": 192, "N": 19, "group_size": 64},
+    {"M": 1, "K": 512, "N": 33, "group_size": 32},
+    {"M": 2, "K": 384, "N": 17, "group_size": 128},
+    {"M": 4, "K": 160, "N": 9, "group_size": 16},
+]
+# LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
+# small-batch sizes, and odd ones: N not a multiple of any block, K not a power of two.
+GPU_W8 = [
+    {"M": 1, "K": 4096, "N": 14336},
+    {"M": 16, "K": 4096, "N": 4096},
+    {"M": 64, "K": 14336, "N": 4096},
+    {"M": 256, "K": 4096, "N": 1000},
+    {"M": 7, "K": 1001, "N": 999},
+]
+GPU_W4 = [
+    {"M": 1, "K": 4096, "N": 14336, "group_size": 128},
+    {"M": 16, "K": 4096, "N": 14336, "group_size": 128},
+    {"M": 64, "K": 14336, "N": 4096, "group_size": 128},
+    {"M": 256, "K": 4096, "N": 4096, "group_size": 128},
+    {"M": 3, "K": 4096, "N": 1000, "group_size": 64},
+    {"M": 100, "K": 1024, "N": 999, "group_size": 32},
+]
+
+
+def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
+    cases = [Case({**p, "dtype": "float32"}, "cpu") for p in cpu]
+    cases += [Case({**p, "dtype": d}, "gpu") for d in ("float32", "float16", "bfloat16") for p in gpu]
+    return cases
+
+
+def _speed(task: str, params: Params, target: float, zero_at: float = 1.0) -> SpeedCase:
+    w4 = task.endswith("w4a16")
+    return SpeedCase(
+        task, {**params, "dtype": "float16"}, 6, target, w4_bytes if w4 else w8_bytes, matmul_flops,
+        call=speed_w4 if w4 else speed_w8, baseline=cublas_baseline, baseline_name="cuBLAS fp16", zero_at=zero_at,
+    )  # fmt: skip
+
+
+W8, W4 = "quant_matmul.w8a16", "quant_matmul.w4a16"
+ASSIGNMENT = Assignment(
+    slug="quant_matmul",
+    title="09 Weight-only quantized matmul",
+    api={
+        "w8a16_matmul": "w8a16_matmul(x, w_int8, scales)",
+        "w4a16_matmul": "w4a16_matmul(x, w_packed, scales, group_size=128)",
+    },
+    parts=[
+        Part(W8, "W8A16: int8 weights, per-channel scales", 30, make_w8_inputs, call_w8, reference_w8,
+             _cases(CPU_W8, GPU_W8), TOLERANCES),
+        Part(W4, "W4A16: packed 4-bit weights, group-wise scales", 40, make_w4_inputs, call_w4, reference_w4,
+             _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4),
+    ],  # fmt: skip
+    speed=[
+        # Decoding one token (M = 1) reads the weights once: 4 bits a weight against cuBLAS's 16.
+        _speed(W4, {"M": 1, "K": 4096, "N": 14336, "group_size": 128}, 3.0),
+        _speed(W4, {"M": 1, "K": 4096, "N": 4096, "group_size": 128}, 2.0),
+        _speed(W4, {"M": 16, "K": 4096, "N": 14336, "group_size": 128}, 2.5),
+        # At 64 rows cuBLAS is starting to compute rather than wait on memory: matching it is the target.
+        _speed(W4, {"M": 64, "K": 4096, "N": 14336, "group_size": 128}, 1.0, zero_at=0.5),
+        _speed(W8, {"M": 1, "K": 4096, "N": 14336}, 1.8),
+    ],
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Benchmarks (python -m autograder bench quant_matmul): time against M for the solution, cuBLAS on
+# dense float16 weights, and PyTorch's int4 kernel (tinygemm, bfloat16 only).
+# --------------------------------------------------------------------------------------------------
+
+BENCH_M = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+# (K, N) -> the M to time: the full sweep on Llama-3-8B's up-projection, the speed cases' M on the others
+BENCH_W4 = {(4096, 14336): BENCH_M, (4096, 4096): [1, 16, 64], (14336, 4096): [1, 16]}
+BENCH_W8 = {(4096, 14336): [1, 16, 64]}
+BENCH_GROUP = 128
+
+
+def tinygemm_weights(inputs: Tensors, group_size: int, inner_k_tiles: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """Our W4A16 weights in the layout of torch.ops.aten._weight_int4pack_mm (CUDA, bfloat16 activations).
+
+    Its packer wants (N, K // 2) uint8 with the even k in the HIGH nibble (ours has it in the low one), and
+    scales and zeros as (K // G, N, 2) bfloat16 with w = (q - 8) * scale + zero: our format has zero = 0.
+    """
+    w = inputs["w_packed"]
+    swapped = ((w << 4) | (w >> 4)).contiguous()
+    packed = torch.ops.aten._convert_weight_to_int4pack(swapped, inner_k_tiles)
+    scales = inputs["scales"].to(torch.bfloat16).t()  # (K // G, N)
+    scale_and_zero = torch.stack((scales, torch.zeros_like(scales)), dim=-1).contiguous()  # (K // G, N, 2)
+    return packed, scale_and_zero
+
+
+def bench_suite(module: ModuleType, quick: bool = False) -> list:
+    ms = [1, 16, 64] if quick else BENCH_M
+
+    def solution_w4(inputs: Tensors) -> Callable[[], object]:
+        weights: Any = inputs["w_packed"]
+        if hasattr(module, "prepare"):
+            weights = module.prepare(inputs["w_packed"], inputs["scales"], BENCH_GROUP)
+        return lambda: module.w4a16_matmul(inputs["x"], weights, inputs["scales"], BENCH_GROUP)
+
+    def solution_w8(inputs: Tensors) -> Callable[[], object]:
+        return lambda: module.w8a16_matmul(inputs["x"], inputs["w_int8"], inputs["scales"])
+
+    def cublas(params: Params) -> Callable[[Tensors], Callable[[], object]]:
+        def bind(inputs: Tensors) -> Callable[[], object]:
+            w = _dense_weight(inputs, params)
+            return lambda: inputs["x"] @ w.T
+
+        return bind
+
+    def torch_int4(inputs: Tensors) -> Callable[[], object]:
+        packed, scale_and_zero = tinygemm_weights(inputs, BENCH_GROUP)
+        x = inputs["x"].to(torch.bfloat16)
+        return lambda: torch.ops.aten._weight_int4pack_mm(x, packed, BENCH_GROUP, scale_and_zero)
+
+    suite = []
+    for (k, n), w4_ms in BENCH_W4.items():
+        for m in [m for m in w4_ms if m in ms]:
+            params = {"M": m, "K": k, "N": n, "group_size": BENCH_GROUP, "dtype": "float16", "shape": [m, k, n]}
+            impls = {"solution": solution_w4, "cuBLAS fp16": cublas(params), "torch int4 (bf16)": torch_int4}
+            suite.append(BenchCase("w4a16", params, make_w4_inputs, impls, w4_bytes(params), matmul_flops(params)))
+    for (k, n), w8_ms in BENCH_W8.items():
+        for m in [m for m in w8_ms if m in ms]:
+            params = {"M": m, "K": k, "N": n, "dtype": "float16", "shape": [m, k, n]}
+            impls = {"solution": solution_w8, "cuBLAS fp16": cublas(params)}
+            suite.append(BenchCase("w8a16", params, make_w8_inputs, impls, w8_bytes(params), matmul_flops(params)))
+    return suite

@@ -1,0 +1,755 @@
+"""Assignment 09, weight-only quantized matmul: W8A16 and W4A16 kernels in Triton.
+
+    w8a16_matmul(x, w_int8, scales):           y = x @ (w_int8 * scales[:, None]).T
+    w4a16_matmul(x, w_packed, scales, G=128):  y = x @ W.T,  W[n, k] = (q[n, k] - 8) * scales[n, k // G]
+
+with q[n, k] the 4-bit code in w_packed[n, k // 2]: the low nibble for even k, the high nibble for odd k.
+The handout is README.md beside this file. Fill in every region marked TODO; keep the signatures, the
+launch wrappers and the helpers that are given: the grader calls the two functions above.
+Grade yourself with `make grade` (or `python -m autograder grade quant_matmul`).
+
+Two kernels per format. A GEMV (one activation row per program, CUDA-core FMAs) for decoding one token;
+a tile kernel with `tl.dot` for a few to many rows. Both may split K across programs ("split-K") when the
+output alone has too few tiles to keep every SM streaming weights; `_finish_tile` adds the splits up.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import course.env  # noqa: F401  (turns the CPU interpreter on when there is no GPU, before triton loads)
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.errors import OutOfResources
+
+from course.validate import check_same, check_tensor
+
+# --------------------------------------------------------------------------------------------------
+# Given helpers: exact int -> float decoding, and the split-K epilogue.
+#
+# Weights are read as 32-bit words (w.view(torch.int32)): 8 four-bit codes or 4 int8 weights a word, one
+# 16-byte load for 32 or 16 weights. Decoding must cost only a few instructions per weight: at M = 1 the
+# kernel streams 58.7 million weights (4096 x 14336); to run near the ~7 us it takes to read them, each of
+# an H200's 16,896 lanes has about 3 instructions per weight, and an int -> float conversion alone issues
+# at 16 per clock per SM against 128 for a float add.
+#
+# The trick: the float32 with bits 0x4B000000 is 2**23, and its low 23 bits are the mantissa in units of
+# 1. OR a field of the word into it and the float is exactly 2**23 + v * 2**b, with b the field's bit
+# position: a bitwise AND (with 0x4B000000 already OR-ed into the word once) and one float subtract
+# give (v - zero) * 2**b exactly. Leaving each field where it is saves a shift per weight; the factor
+# 2**b is undone on the activation instead (x * 2**-b, exact), once per activation, not per weight.
+# --------------------------------------------------------------------------------------------------
+
+MAGIC = tl.constexpr(0x4B000000)  # the bits of the float 2**23
+TWO_23 = tl.constexpr(8388608.0)
+
+
+@triton.jit
+def _field(word_magic, mask: tl.constexpr, zero: tl.constexpr, bit: tl.constexpr):
+    """(v - zero) * 2**bit as float32, exactly, for the field v = word & mask at bit `bit` (bits 0..22),
+    given word_magic = word | MAGIC (or word ^ flip | MAGIC for signed fields)."""
+    return (word_magic & (MAGIC | mask)).to(tl.float32, bitcast=True) - (TWO_23 + zero * (1 << bit))
+
+
+@triton.jit
+def _planes_to_k(p0, p1, p2, p3, p4, p5, p6, p7):
+    """Eight (R, C) planes -> (R, 8C) with plane i of column j at 8j + i."""
+    # tl.join stacks along a new last axis, so element [r, j, a, b, c] of this (R, C, 2, 2, 2) tensor is
+    # plane 4a + 2b + c, and the row-major reshape puts it at 8j + 4a + 2b + c
+    w = tl.join(tl.join(tl.join(p0, p4), tl.join(p2, p6)), tl.join(tl.join(p1, p5), tl.join(p3, p7)))
+    return tl.reshape(w, (p0.shape[0], p0.shape[1] * 8))
+
+
+@triton.jit
+def _quads_to_k(p0, p1, p2, p3):
+    """Four (R, C) planes -> (R, 4C) with plane i of column j at 4j + i."""
+    w = tl.join(tl.join(p0, p2), tl.join(p1, p3))
+    return tl.reshape(w, (p0.shape[0], p0.shape[1] * 4))
+
+
+@triton.jit
+def _finish_tile(
+    acc,  # float32 tile of this program's share of the output: y[rows, cols] summed over its K slice
+    y_ptrs,  # pointers into y for the tile (same shape as acc)
+    part_ptrs,  # pointers into split 0's slice of the float32 partial buffer (same shape as acc)
+    mask,  # which elements of the tile exist
+    lock_ptr,  # this tile's arrival counter (int32, zero between calls)
+    split_stride,  # elements between one split's slice of the partial buffer and the next
+    SPLIT: tl.constexpr,  # K is split across tl.num_programs(1) programs
+):
+    """Write a finished tile: directly without split-K, else through the partial buffer.
+
+    With split-K each program stores its partial sum, then counts itself in on the tile's counter; the
+    last to arrive adds the partials in split order (so the result does not depend on who came last),
+    writes y and resets the counter. One launch, no atomics on data, deterministic.
+    """
+    if not SPLIT:
+        tl.store(y_ptrs, acc.to(y_ptrs.dtype.element_ty), mask=mask)
+    else:
+        n_splits = tl.num_programs(1)
+        tl.store(part_ptrs + tl.program_id(1) * split_stride, acc, mask=mask)
+        tl.debug_barrier()  # every thread's partial is stored before the arrival is counted
+        arrived = tl.atomic_add(lock_ptr, 1, sem="acq_rel")  # release our partial, acquire the others'
+        if arrived == n_splits - 1:
+            total = tl.zeros_like(acc)
+            for p in range(0, n_splits):
+                # .cg reads from L2, where the other programs' stores landed, never a stale L1 line
+                total += tl.load(part_ptrs + p * split_stride, mask=mask, other=0.0, cache_modifier=".cg")
+            tl.store(y_ptrs, total.to(y_ptrs.dtype.element_ty), mask=mask)
+            tl.atomic_xchg(lock_ptr, 0)  # ready for the next call
+
+
+# --------------------------------------------------------------------------------------------------
+# W8A16: int8 weights, one scale per output channel.
+# --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _decode_int8_words(words):
+    """(R, C) int32 words, 4 int8 weights each (byte b is k = 4j + b) -> (R, 4C) float32 in k order,
+    each weight times 2**(8 * (b % 2)): multiply the activations by _int8_unscale to undo it."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Byte b of word j is the weight at k = 4j + b. Decode each byte plane to float32 and interleave the
+    #> four (R, C) planes with _quads_to_k. The simple way, exact and 2**0 for every byte:
+    #> ((words >> (8 * b)) & 0xFF), minus 256 where it is above 127, as float32 (and _int8_unscale then
+    #> returns ones). The fast way is _field: flip each byte's sign bit (XOR 0x80) so that it reads as
+    #> b + 128 in 0..255, OR in MAGIC once per word, and read bytes 0 and 1 in place (bits 0 and 8);
+    #> shift the word right by 16 once for bytes 2 and 3.
+    lo = (words ^ 0x8080) | MAGIC  # bytes 0 and 1 as b + 128; the magic exponent over bits 24..31
+    hi = ((words >> 16) ^ 0x8080) | MAGIC  # bytes 2 and 3, moved to bits 0..15
+    b0 = _field(lo, 0x00FF, 128.0, 0)
+    b1 = _field(lo, 0xFF00, 128.0, 8)
+    b2 = _field(hi, 0x00FF, 128.0, 0)
+    b3 = _field(hi, 0xFF00, 128.0, 8)
+    return _quads_to_k(b0, b1, b2, b3)
+    ### END SOLUTION
+
+
+@triton.jit
+def _int8_unscale(C: tl.constexpr):
+    """(1, 4C) float32: what each activation is multiplied by to undo _decode_int8_words' factors."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> One value per k = 4j + b, in the layout _decode_int8_words returns: build the four (1, C) planes
+    #> with tl.full and interleave them with _quads_to_k.
+    one = tl.full((1, C), 1.0, tl.float32)
+    low = tl.full((1, C), 1.0 / 256, tl.float32)
+    return _quads_to_k(one, low, one, low)
+    ### END SOLUTION
+
+
+@triton.jit
+def _decode_int8(w):
+    """int8 weights (any shape) -> the same values as float32, exactly (for K not a multiple of 4)."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Return w as float32 (`w.to(tl.float32)` is correct; _field is faster).
+    return _field((w.to(tl.int32) ^ 0x80) | MAGIC, 0xFF, 128.0, 0)
+    ### END SOLUTION
+
+
+@triton.jit
+def _load_w8_tile(w_rows, k0, k_end, BLOCK_K: tl.constexpr, WORDS: tl.constexpr, EVEN_K: tl.constexpr):
+    """The int8 weights at k0 .. k0 + BLOCK_K of the rows w_rows point to ((BLOCK_N, 1) pointers): raw
+    int32 words when WORDS (decode with _decode_int8_words), else bytes. Rows are clamped in bounds by
+    the caller; with EVEN_K every step is whole and needs no mask."""
+    if WORDS:
+        offs = k0 // 4 + tl.arange(0, BLOCK_K // 4)
+        in_k = 4 * offs < k_end  # K is a multiple of 4 here: a word is all in or all out
+    else:
+        offs = k0 + tl.arange(0, BLOCK_K)
+        in_k = offs < k_end
+    if EVEN_K:
+        tile = tl.load(w_rows + offs[None, :])
+    else:
+        tile = tl.load(w_rows + offs[None, :], mask=in_k[None, :], other=0)
+    return tile
+
+
+@triton.jit
+def _decode_w8_tile(tile, WORDS: tl.constexpr):
+    # (a constexpr `if` with one return after it: the compiler types every return, taken or not)
+    if WORDS:
+        w = _decode_int8_words(tile)
+    else:
+        w = _decode_int8(tile)
+    return w
+
+
+@triton.jit
+def _w8_unscale(BLOCK_K: tl.constexpr, WORDS: tl.constexpr):
+    if WORDS:
+        unscale = _int8_unscale(BLOCK_K // 4)
+    else:
+        unscale = tl.full((1, BLOCK_K), 1.0, tl.float32)
+    return unscale
+
+
+@triton.jit
+def _w8a16_gemv_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 4) int32 words when WORDS, else (N, K) int8
+    s_ptr,  # (N,) per-channel scales
+    y_ptr,  # (M, N) output, x's dtype
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (M * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,  # elements of w_ptr's type between rows
+    stride_ym,
+    k_per_split,  # a multiple of BLOCK_K: program (., p, .) reduces k in [p * k_per_split, (p + 1) * k_per_split)
+    BLOCK_N: tl.constexpr,  # output channels (rows of w) per program
+    BLOCK_K: tl.constexpr,  # weights per row per step
+    WORDS: tl.constexpr,  # read w as int32 words (K % 4 == 0)
+    EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: no step needs a mask
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, M): program (i, p, m) computes y[m, i*BLOCK_N : (i+1)*BLOCK_N]
+    over its K slice. One token's product is a GEMV: every weight is used once, so this is a race to
+    stream w through the SMs; the arithmetic runs on CUDA cores, in float32."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Walk the K slice in steps of BLOCK_K: load a tile of w with _load_w8_tile, decode it with
+    #> _decode_w8_tile to (BLOCK_N, BLOCK_K) float32, load the matching activations of row m, and add
+    #> tl.sum(w * x[None, :], axis=1) into a (BLOCK_N,) float32 accumulator. Load the next step's tile
+    #> before decoding this one, so that its bytes are in flight while this step computes. Multiply by
+    #> the channels' scales after the loop, and finish with _finish_tile (it handles SPLIT): y[m, n]
+    #> lives at y_ptr + m * stride_ym + n, its partials at part_ptr + m * N + n, its counter at
+    #> lock_ptr + m * num_programs(0) + program_id(0).
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    m = tl.program_id(2).to(tl.int64)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N
+    # rows past N re-read row N - 1 (their results are never stored), so loads need no row mask;
+    # int64: row * stride passes 2**31 on big layers
+    w_rows = w_ptr + tl.minimum(offs_n, N - 1).to(tl.int64)[:, None] * stride_wn
+    x_row = x_ptr + m * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = _w8_unscale(BLOCK_K, WORDS)  # (1, BLOCK_K)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    tile = _load_w8_tile(w_rows, k_start, k_end, BLOCK_K, WORDS, EVEN_K)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        # Software pipelining by hand: the next step's weights are requested before this step's math
+        # (the last step re-requests the first, which is in bounds and cached, instead of a mask)
+        k_next = tl.where(k0 + BLOCK_K < k_end, k0 + BLOCK_K, k_start)
+        following = _load_w8_tile(w_rows, k_next, k_end, BLOCK_K, WORDS, EVEN_K)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            x = tl.load(x_row + k)
+        else:
+            x = tl.load(x_row + k, mask=k < k_end, other=0.0)
+        acc += tl.sum(_decode_w8_tile(tile, WORDS) * (x.to(tl.float32)[None, :] * unscale), axis=1)
+        tile = following
+    out = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)  # the scale factors out of the sum
+    tile_id = m * tl.num_programs(0) + pid_n
+    _finish_tile(out, y_ptr + m * stride_ym + offs_n, part_ptr + m * N + offs_n, n_mask, lock_ptr + tile_id,
+                 M * N, SPLIT)
+    ### END SOLUTION
+
+
+@triton.jit
+def _w8a16_dot_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 4) int32 words when WORDS, else (N, K) int8
+    s_ptr,  # (N,) per-channel scales
+    y_ptr,  # (M, N) output
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_ym,
+    k_per_split,
+    BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA (64 or more on Hopper)
+    BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA (16 or more)
+    BLOCK_K: tl.constexpr,
+    WORDS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    DOT_16BIT: tl.constexpr,  # dot in x's 16-bit dtype (exact weights); else in float32 with PRECISION
+    PRECISION: tl.constexpr,  # "tf32" for 16-bit activations (exact here: see _precision), "ieee" for float32
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): program (i, p, j) computes the tile
+    y[j*BLOCK_M.., i*BLOCK_N..] as its transpose, w_tile @ x_tile.T (BLOCK_N, BLOCK_M): with few rows of
+    x, putting the many weight rows on the MMA's M side keeps the tensor-core tile full."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Per K step: load and decode a (BLOCK_N, BLOCK_K) tile of w, load x as a (BLOCK_K, BLOCK_M) tile
+    #> (x[m, k] at x_ptr + m * stride_xm + k, so k runs down the rows) in float32, times the decoder's
+    #> unscale factors (_w8_unscale, reshaped to a column), and accumulate
+    #> acc = tl.dot(w, x, acc, input_precision=PRECISION) in float32 (BLOCK_N, BLOCK_M).
+    #> After the loop multiply row n of acc by scales[n] and finish with _finish_tile: the tile's
+    #> element (n, m) goes to y_ptr + m * stride_ym + n, its partial to part_ptr + m * N + n, and its
+    #> counter is lock_ptr + program_id(2) * num_programs(0) + program_id(0).
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_mask = offs_n < N
+    m_mask = offs_m < M
+    # rows of w past N and of x past M re-read the last one (never stored): no masks on loads
+    w_rows = w_ptr + tl.minimum(offs_n, N - 1).to(tl.int64)[:, None] * stride_wn
+    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm  # x read as its transpose
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = tl.reshape(_w8_unscale(BLOCK_K, WORDS), (BLOCK_K, 1))
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        w = _decode_w8_tile(_load_w8_tile(w_rows, k0, k_end, BLOCK_K, WORDS, EVEN_K), WORDS)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
+        else:
+            xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
+        if DOT_16BIT:  # exact weights in x's dtype, x as it is
+            acc = tl.dot((w * tl.reshape(unscale, (1, BLOCK_K))).to(xt.dtype), xt, acc)
+        else:  # tf32: the weights as decoded, the activations times the factors to undo
+            acc = tl.dot(w, xt.to(tl.float32) * unscale, acc, input_precision=PRECISION)
+    acc = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
+    mn_mask = n_mask[:, None] & m_mask[None, :]
+    tile_id = pid_m * tl.num_programs(0) + pid_n
+    _finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
+                 part_ptr + offs_m[None, :] * N + offs_n[:, None], mn_mask, lock_ptr + tile_id, M * N, SPLIT)
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------------------------------
+# W4A16: 4-bit codes, two per byte, one scale per group of G weights along K.
+#
+# The kernels read w_packed as 32-bit words, w_packed.view(torch.int32), shape (N, K // 8): the nibble at
+# bits 4i..4i+3 of word j of row n is the code of k = 8j + i (bytes are little-endian, and each byte holds
+# the even k in its low nibble). A (BLOCK_N, BLOCK_W) tile of words holds BLOCK_K = 8 * BLOCK_W weights
+# per row; _decode_nibbles turns it into a (BLOCK_N, BLOCK_K) float32 tile in k order.
+# --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _decode_nibbles(words):
+    """(R, C) int32 words -> (R, 8C) float32 weights before scaling, (q - 8) * 16**e, in k order (k = 8j + i):
+    each nibble is decoded where it sits in its word, so nibble i comes times 16**e with e = i for
+    i <= 4 and i - 3 above. Multiply the activations by _nibble_unscale to undo it."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> Nibble i of word j is the code q of k = 8j + i. Decode each of the 8 nibble planes to float32 and
+    #> interleave them with _planes_to_k. The simple way: ((words >> (4 * i)) & 0xF).to(tl.float32) - 8.0
+    #> (and _nibble_unscale then returns ones). The fast way is _field: OR MAGIC into the word once and
+    #> read nibbles 0..4 in place (bits 0..19); shift the word right by 12 once for nibbles 5..7.
+    lo = words | MAGIC  # nibbles 0..4 in bits 0..19, under the magic exponent
+    hi = (words >> 12) | MAGIC  # nibbles 5..7 moved to bits 8..19
+    return _planes_to_k(
+        _field(lo, 0x0000F, 8.0, 0), _field(lo, 0x000F0, 8.0, 4), _field(lo, 0x00F00, 8.0, 8),
+        _field(lo, 0x0F000, 8.0, 12), _field(lo, 0xF0000, 8.0, 16), _field(hi, 0x00F00, 8.0, 8),
+        _field(hi, 0x0F000, 8.0, 12), _field(hi, 0xF0000, 8.0, 16),
+    )  # fmt: skip
+    ### END SOLUTION
+
+
+@triton.jit
+def _nibble_unscale(C: tl.constexpr):
+    """(1, 8C) float32: what each activation is multiplied by to undo _decode_nibbles' factors 16**e."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> One value per k = 8j + i, in the layout _decode_nibbles returns: 16**-e for nibble i, as eight
+    #> (1, C) planes from tl.full, interleaved with _planes_to_k.
+    e0 = tl.full((1, C), 1.0, tl.float32)
+    e1 = tl.full((1, C), 1.0 / 16, tl.float32)
+    e2 = tl.full((1, C), 1.0 / 256, tl.float32)
+    e3 = tl.full((1, C), 1.0 / 4096, tl.float32)
+    e4 = tl.full((1, C), 1.0 / 65536, tl.float32)
+    return _planes_to_k(e0, e1, e2, e3, e4, e2, e3, e4)
+    ### END SOLUTION
+
+
+@triton.jit
+def _load_words(w_rows, k0, k_end, BLOCK_W: tl.constexpr, EVEN_K: tl.constexpr):
+    """The (BLOCK_N, BLOCK_W) words holding k0 .. k0 + 8 * BLOCK_W of the rows w_rows points to. Rows are
+    clamped in bounds by the caller; with EVEN_K every step is whole and needs no mask."""
+    offs = k0 // 8 + tl.arange(0, BLOCK_W)
+    if EVEN_K:
+        words = tl.load(w_rows + offs[None, :])
+    else:
+        words = tl.load(w_rows + offs[None, :], mask=(8 * offs < k_end)[None, :], other=0)  # K % 8 == 0: whole words
+    return words
+
+
+@triton.jit
+def _w4a16_gemv_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 8) int32 words: w_packed viewed as int32
+    s_ptr,  # (N, K // G) scales
+    y_ptr,  # (M, N) output, x's dtype
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (M * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,  # words between rows of w (K // 8 for a contiguous w_packed)
+    stride_sn,  # scales between rows (K // G)
+    stride_ym,
+    k_per_split,  # a multiple of BLOCK_K
+    GROUP_SIZE: tl.constexpr,  # weights per scale along K, a multiple of 8
+    BLOCK_N: tl.constexpr,  # output channels per program
+    BLOCK_W: tl.constexpr,  # words per row per step: BLOCK_K = 8 * BLOCK_W weights
+    EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: no step needs a mask
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, M): program (i, p, m) computes y[m, i*BLOCK_N : (i+1)*BLOCK_N]
+    over its K slice, unpacking the 4-bit codes in registers; w is read once, half a byte per weight."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> Walk the K slice in steps of BLOCK_K = 8 * BLOCK_W: load a (BLOCK_N, BLOCK_W) tile of words (and
+    #> the next step's tile before decoding this one, to keep bytes in flight), decode it with
+    #> _decode_nibbles, load the BLOCK_K activations of row m, and reduce w * x over the step. When
+    #> GROUP_SIZE % BLOCK_K == 0 the step lies in one group: scale the step's (BLOCK_N,) sums by the rows'
+    #> scales for group k0 // GROUP_SIZE. Otherwise scale each weight by scales[n, k // GROUP_SIZE] before
+    #> the sum. Finish with _finish_tile, addressed as in the W8A16 GEMV.
+    BLOCK_K: tl.constexpr = 8 * BLOCK_W
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    m = tl.program_id(2).to(tl.int64)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N
+    rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # rows past N re-read row N - 1: loads need no mask
+    w_rows = w_ptr + rows[:, None] * stride_wn
+    s_rows = s_ptr + rows * stride_sn
+    x_row = x_ptr + m * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = _nibble_unscale(BLOCK_W)  # (1, BLOCK_K)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    words = _load_words(w_rows, k_start, k_end, BLOCK_W, EVEN_K)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        # Software pipelining by hand: the next step's words are requested before this step's math
+        # (the last step re-requests the first, in bounds and cached, instead of a mask)
+        following = _load_words(w_rows, tl.where(k0 + BLOCK_K < k_end, k0 + BLOCK_K, k_start), k_end, BLOCK_W, EVEN_K)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            x = tl.load(x_row + k)
+        else:
+            x = tl.load(x_row + k, mask=k < k_end, other=0.0)
+        xw = _decode_nibbles(words) * (x.to(tl.float32)[None, :] * unscale)  # (BLOCK_N, BLOCK_K): w * x
+        if GROUP_SIZE % BLOCK_K == 0:  # one group per step: one scale per row, after the sum
+            acc += tl.sum(xw, axis=1) * tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
+        else:  # several groups per step: one scale per weight
+            s = tl.load(s_rows[:, None] + (k // GROUP_SIZE)[None, :], mask=(k < k_end)[None, :], other=0.0)
+            acc += tl.sum(xw * s.to(tl.float32), axis=1)
+        words = following
+    tile_id = m * tl.num_programs(0) + pid_n
+    _finish_tile(acc, y_ptr + m * stride_ym + offs_n, part_ptr + m * N + offs_n, n_mask, lock_ptr + tile_id,
+                 M * N, SPLIT)
+    ### END SOLUTION
+
+
+@triton.jit
+def _w4a16_dot_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 8) int32 words
+    s_ptr,  # (N, K // G) scales
+    y_ptr,  # (M, N) output
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_sn,
+    stride_ym,
+    k_per_split,
+    GROUP_SIZE: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA
+    BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA
+    BLOCK_W: tl.constexpr,  # words per row per step (BLOCK_K = 8 * BLOCK_W)
+    EVEN_K: tl.constexpr,
+    DOT_16BIT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): the tile of y at (rows j*BLOCK_M..,
+    channels i*BLOCK_N..), computed as its transpose: decoded weights (BLOCK_N, BLOCK_K) @ x tile
+    (BLOCK_K, BLOCK_M), with the dequantization in the inner loop."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> Per step, load a (BLOCK_N, BLOCK_W) tile of words, decode it with _decode_nibbles, load x as a
+    #> (BLOCK_K, BLOCK_M) float32 tile times _nibble_unscale (as a column) and tl.dot them
+    #> (input_precision=PRECISION).
+    #> When the step lies in one group (GROUP_SIZE % BLOCK_K == 0), the codes q - 8 are exact in any
+    #> dtype: dot them unscaled and add the step's product times the rows' scales to acc. Otherwise
+    #> scale each weight before its dot and accumulate into acc directly. Finish with _finish_tile,
+    #> addressed as in the W8A16 dot kernel.
+    BLOCK_K: tl.constexpr = 8 * BLOCK_W
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_mask = offs_n < N
+    m_mask = offs_m < M
+    rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # out-of-range rows re-read the last one: no load masks
+    w_rows = w_ptr + rows[:, None] * stride_wn
+    s_rows = s_ptr + rows * stride_sn
+    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = _nibble_unscale(BLOCK_W)  # (1, BLOCK_K)
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        w = _decode_nibbles(_load_words(w_rows, k0, k_end, BLOCK_W, EVEN_K))  # (BLOCK_N, BLOCK_K)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
+        else:
+            xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
+        if DOT_16BIT:  # exact codes q - 8 in x's dtype, x as it is
+            a = w * unscale
+            b = xt
+        else:  # tf32: the codes as decoded, the activations times the factors to undo
+            a = w
+            b = xt.to(tl.float32) * tl.reshape(unscale, (BLOCK_K, 1))
+        if GROUP_SIZE % BLOCK_K == 0:  # one group per step: scale the step's product by row
+            s = tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
+            acc += tl.dot(a.to(b.dtype), b, input_precision=PRECISION) * s[:, None]
+        else:  # several groups per step: scale each weight before the dot
+            s = tl.load(s_rows[:, None] + (k // GROUP_SIZE)[None, :], mask=(k < k_end)[None, :], other=0.0)
+            acc = tl.dot((a * s.to(tl.float32)).to(b.dtype), b, acc, input_precision=PRECISION)
+    mn_mask = n_mask[:, None] & m_mask[None, :]
+    tile_id = pid_m * tl.num_programs(0) + pid_n
+    _finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
+                 part_ptr + offs_m[None, :] * N + offs_n[:, None], mn_mask, lock_ptr + tile_id, M * N, SPLIT)
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch configuration
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    """Launch settings of a GEMV kernel (one program per activation row and BLOCK_N channels)."""
+
+    block_n: int  # output channels per program
+    block_k: int  # weights per row per step (a power of two; W4A16: at least 8)
+    num_warps: int
+    programs_per_sm: int  # split K until the grid holds about this many programs per SM
+    num_stages: int = 3
+
+
+@dataclass(frozen=True)
+class DotConfig:
+    """Launch settings of a dot kernel (a BLOCK_N x BLOCK_M tile of y.T per program)."""
+
+    block_n: int  # output channels per program (>= 16; 64 or more lets Hopper use wgmma)
+    block_m: int  # activation rows per program (>= 16)
+    block_k: int  # weights per row per step (W4A16: at least 128, so that BLOCK_W >= 16)
+    num_warps: int
+    num_stages: int
+    programs_per_sm: int
+    dot_16bit: bool = False  # 16-bit x: dot in x's dtype (exact weights) rather than tf32 (float32 operands)
+
+
+# Settings chosen by a sweep on an H200 (scripts/tune_quant_matmul.py writes this file), per format and
+# M bucket; elsewhere, and for shapes the sweep did not see, the defaults below.
+CONFIG_TABLE = Path(__file__).resolve().parents[2] / "results" / "h200" / "quant_matmul_configs.json"
+DEFAULT_GEMV_MAX_M = 1
+
+
+@functools.lru_cache(maxsize=None)
+def _tuned(device_name: str) -> dict:
+    """The tuned settings for this GPU, or {} (another GPU, the CPU interpreter, or no table)."""
+    if not ("H200" in device_name or "H100" in device_name) or not CONFIG_TABLE.exists():
+        return {}
+    return json.loads(CONFIG_TABLE.read_text())
+
+
+def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
+    """The launch settings for an M-row product in the given format (bits 8 or 4) with activations like x."""
+    if x.dtype != torch.float32:  # float32 activations are graded for correctness only: the defaults below
+        table = _tuned(torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else "cpu")
+        entry = table.get(f"w{bits}", {}).get(str(min(triton.next_power_of_2(m), 256)))
+        if entry is not None:
+            return (GemvConfig if entry["path"] == "gemv" else DotConfig)(**entry["cfg"])
+    return default_config(bits, m)
+
+
+def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
+    """Settings that suit any GPU and dtype, if not the fastest: a GEMV for one row, else a modest tile."""
+    if m <= DEFAULT_GEMV_MAX_M:
+        return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
+                          programs_per_sm=8)
+    # (a float32 dot keeps its operands in shared memory: two stages of a 64-row tile fit an H100/H200's 227 KB)
+    return DotConfig(block_n=64, block_m=min(max(16, triton.next_power_of_2(m)), 32), block_k=128, num_warps=4,
+                     num_stages=2, programs_per_sm=2, dot_16bit=True)
+
+
+_LOCKS: dict[torch.device, torch.Tensor] = {}
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4  # the interpreter runs programs one after another; a small count still exercises split-K
+
+
+def _arrival_counters(n: int, device: torch.device) -> torch.Tensor:
+    """At least n int32 counters at zero. Kept across calls: _finish_tile leaves each one back at zero."""
+    locks = _LOCKS.get(device)
+    if locks is None or locks.numel() < n:
+        locks = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _LOCKS[device] = locks
+    return locks
+
+
+def _split_k(tiles: int, k: int, block_k: int, programs_per_sm: int, x: torch.Tensor, m: int, n: int):
+    """Split K until the grid has about programs_per_sm programs per SM.
+
+    Returns (n_splits, K per split, partial buffer, counters); x stands in for the buffers without a split.
+    """
+    k_steps = triton.cdiv(k, block_k)
+    want = max(1, min(k_steps, triton.cdiv(programs_per_sm * _num_sms(x.device), tiles)))
+    steps = triton.cdiv(k_steps, want)
+    splits = triton.cdiv(k_steps, steps)
+    if splits == 1:
+        return 1, k_steps * block_k, x, x  # never touched: SPLIT is false
+    part = torch.empty((splits, m, n), dtype=torch.float32, device=x.device)  # (n_splits, M, N)
+    return splits, steps * block_k, part, _arrival_counters(tiles, x.device)
+
+
+def _precision(x_dtype: torch.dtype) -> str:
+    """The float32 dot kernels' precision. For 16-bit activations tf32 is exact here: their 11 or 8
+    significant bits fit in tf32's 11, and so do the decoded weights; float32 activations need "ieee"."""
+    return "ieee" if x_dtype == torch.float32 else "tf32"
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings explicit (the tuning script calls these directly).
+# --------------------------------------------------------------------------------------------------
+
+
+def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -> torch.Tensor:
+    """Launch with the given settings; if the GPU lacks the shared memory for them (a tuned tile plus a
+    small group size's per-weight scales, say), fall back to default_config."""
+    *rest, cfg = args
+    try:
+        return launch(*rest, cfg)
+    except OutOfResources:
+        fallback = default_config(bits, rest[0].shape[0])
+        if cfg == fallback:
+            raise
+        return launch(*rest, fallback)
+
+
+def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cfg: GemvConfig | DotConfig) -> torch.Tensor:
+    """y (M, N) = x (M, K) @ (w_int8 (N, K) * scales (N,)).T with the given settings."""
+    (m, k), n = x.shape, w_int8.shape[0]
+    # 16 weights per 16-byte load either way; words decode with fewer instructions than bytes
+    words = k % 4 == 0 and w_int8.storage_offset() % 4 == 0
+    w = w_int8.view(torch.int32) if words else w_int8  # (N, K // 4) or (N, K)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    even_k = k % cfg.block_k == 0
+    if isinstance(cfg, GemvConfig):
+        n_tiles = triton.cdiv(n, cfg.block_n)
+        splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+        _w8a16_gemv_kernel[(n_tiles, splits, m)](
+            x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, WORDS=words, EVEN_K=even_k, SPLIT=splits > 1,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )  # fmt: skip
+        return y
+    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+    _w8a16_dot_kernel[(n_tiles, splits, m_tiles)](
+        x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
+        BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, WORDS=words, EVEN_K=even_k,
+        DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32, PRECISION=_precision(x.dtype), SPLIT=splits > 1,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return y
+
+
+def w4a16_launch(
+    x: torch.Tensor, words: torch.Tensor, scales: torch.Tensor, group_size: int, cfg: GemvConfig | DotConfig
+) -> torch.Tensor:
+    """y (M, N) = x (M, K) @ W.T from words (N, K // 8) int32 and scales (N, K // G), with the given settings."""
+    (m, k), n = x.shape, words.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    even_k = k % cfg.block_k == 0
+    if isinstance(cfg, GemvConfig):
+        n_tiles = triton.cdiv(n, cfg.block_n)
+        splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+        _w4a16_gemv_kernel[(n_tiles, splits, m)](
+            x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
+            k_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_W=cfg.block_k // 8, EVEN_K=even_k,
+            SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )  # fmt: skip
+        return y
+    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+    _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
+        x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
+        k_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_W=cfg.block_k // 8,
+        EVEN_K=even_k, DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32, PRECISION=_precision(x.dtype),
+        SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return y
+
+
+# --------------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------------
+
+
+def w8a16_matmul(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """y = x @ (w_int8 * scales[:, None]).T, in x's dtype.
+
+    x: (M, K) float32, float16 or bfloat16. w_int8: (N, K) int8. scales: (N,), x's dtype.
+    All contiguous, on one device. Returns a new (M, N) tensor.
+    """
+    fn = "w8a16_matmul"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "w_int8", w_int8, ndim=2, dtypes=(torch.int8,))
+    check_tensor(fn, "scales", scales, ndim=1)
+    check_same(fn, "dtype", x=x, scales=scales)
+    check_same(fn, "device", x=x, w_int8=w_int8, scales=scales)
+    (m, k), n = x.shape, w_int8.shape[0]
+    if w_int8.shape[1] != k:
+        raise ValueError(f"{fn}: `w_int8` must be (N, K) with K = x.shape[1] = {k}, got shape {tuple(w_int8.shape)}.")
+    if scales.shape[0] != n:
+        raise ValueError(f"{fn}: `scales` must hold one scale per output channel, N = {n}; got {scales.shape[0]}.")
+    if m == 0 or n == 0 or k == 0:
+        raise ValueError(f"{fn}: M, N and K must be positive, got M={m}, N={n}, K={k}.")
+    return _or_default(w8a16_launch, 8, x, w_int8, scales, pick_config(8, m, x))
+
+
+def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int = 128) -> torch.Tensor:
+    """y = x @ W.T in x's dtype, with W[n, k] = (q[n, k] - 8) * scales[n, k // group_size].
+
+    x: (M, K) float32, float16 or bfloat16. w_packed: (N, K // 2) uint8 holding q[n, 2j] in the low nibble
+    of w_packed[n, j] and q[n, 2j + 1] in its high nibble. scales: (N, K // group_size), x's dtype.
+    group_size: a multiple of 8 that divides K. All contiguous, on one device. Returns a new (M, N) tensor.
+    """
+    fn = "w4a16_matmul"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "w_packed", w_packed, ndim=2, dtypes=(torch.uint8,))
+    check_tensor(fn, "scales", scales, ndim=2)
+    check_same(fn, "dtype", x=x, scales=scales)
+    check_same(fn, "device", x=x, w_packed=w_packed, scales=scales)
+    (m, k), n = x.shape, w_packed.shape[0]
+    if w_packed.shape[1] * 2 != k:
+        raise ValueError(f"{fn}: `w_packed` must be (N, K // 2) with K = x.shape[1] = {k}, got shape {tuple(w_packed.shape)}.")
+    if not isinstance(group_size, int) or group_size <= 0 or group_size % 8 or k % group_size:
+        raise ValueError(f"{fn}: `group_size` must be a positive multiple of 8 that divides K = {k}, got {group_size!r}.")
+    if scales.shape != (n, k // group_size):
+        raise ValueError(f"{fn}: `scales` must be (N, K // group_size) = {(n, k // group_size)}, got shape {tuple(scales.shape)}.")
+    if m == 0 or n == 0:
+        raise ValueError(f"{fn}: M and N must be positive, got M={m}, N={n}.")
+    if w_packed.storage_offset() % 4:
+        raise ValueError(f"{fn}: `w_packed` must start on a 4-byte boundary (the kernels read it as 32-bit words); "
+                         "pass a freshly allocated tensor, e.g. w_packed.clone().")
+    words = w_packed.view(torch.int32)  # (N, K // 8): the same bytes, read 8 codes at a time
+    return _or_default(w4a16_launch, 4, x, words, scales, group_size, pick_config(4, m, x))

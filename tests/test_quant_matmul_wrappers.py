@@ -1,0 +1,66 @@
+"""The quant_matmul wrappers: argument errors a student can act on, and the tuned settings they pick."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from course.loader import load_kernels
+
+k = load_kernels("quant_matmul", "solutions")
+
+
+def _w4(m: int = 2, kk: int = 64, n: int = 5, group: int = 32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = torch.randn(m, kk)
+    w = torch.randint(0, 256, (n, kk // 2), dtype=torch.uint8)
+    s = torch.rand(n, kk // group) + 0.5
+    return x, w, s
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "phrase"),
+    [
+        (lambda: k.w8a16_matmul(torch.randn(2, 8), torch.zeros(3, 8, dtype=torch.int16), torch.ones(3)), TypeError,
+         "`w_int8` must have dtype int8"),
+        (lambda: k.w8a16_matmul(torch.randn(2, 8), torch.zeros(3, 9, dtype=torch.int8), torch.ones(3)), ValueError,
+         "`w_int8` must be (N, K) with K = x.shape[1] = 8"),
+        (lambda: k.w8a16_matmul(torch.randn(2, 8), torch.zeros(3, 8, dtype=torch.int8), torch.ones(4)), ValueError,
+         "one scale per output channel, N = 3"),
+        (lambda: k.w8a16_matmul(torch.randn(2, 8), torch.zeros(3, 8, dtype=torch.int8), torch.ones(3).half()), ValueError,
+         "`x` is float32, `scales` is float16"),
+        (lambda: k.w4a16_matmul(*_w4(), group_size=24), ValueError, "a positive multiple of 8 that divides K = 64"),
+        (lambda: k.w4a16_matmul(_w4()[0], _w4()[1], torch.ones(5, 3), 32), ValueError,
+         "`scales` must be (N, K // group_size) = (5, 2)"),
+        (lambda: k.w4a16_matmul(torch.randn(2, 62), *_w4()[1:], group_size=32), ValueError,
+         "`w_packed` must be (N, K // 2) with K = x.shape[1] = 62"),
+        (lambda: k.w4a16_matmul(_w4()[0], _w4()[1].to(torch.int8), _w4()[2], 32), TypeError,
+         "`w_packed` must have dtype uint8"),
+        (lambda: k.w4a16_matmul(_w4()[0], torch.randint(0, 255, (5, 33), dtype=torch.uint8)[:, 1:], _w4()[2], 32),
+         ValueError, "`w_packed` must be contiguous"),
+    ],
+)
+def test_bad_arguments_are_explained(call, error, phrase: str) -> None:
+    with pytest.raises(error) as info:
+        call()
+    assert phrase in str(info.value)
+
+
+def test_the_committed_table_has_a_setting_for_every_m_bucket_of_both_formats() -> None:
+    table = json.loads(k.CONFIG_TABLE.read_text())
+    assert "H200" in table["gpu"]
+    for bits in (4, 8):
+        entries = table[f"w{bits}"]
+        assert set(entries) == {str(2**i) for i in range(9)}
+        for entry in entries.values():
+            cfg = (k.GemvConfig if entry["path"] == "gemv" else k.DotConfig)(**entry["cfg"])
+            if isinstance(cfg, k.DotConfig):
+                assert cfg.block_m >= 16 and cfg.block_n >= 16 and cfg.block_k >= 128
+
+
+def test_the_table_applies_to_h100_and_h200_only() -> None:
+    assert k._tuned("NVIDIA H200")["w4"]["1"]["path"] == "gemv"
+    assert k._tuned("NVIDIA A100-SXM4-80GB") == {}
+    x = torch.randn(3, 64)
+    assert k.pick_config(4, 3, x) == k.default_config(4, 3)  # the interpreter: defaults
