@@ -33,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
     g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU)")
     g.add_argument("--reps", type=int, default=50, help="timed calls per speed case (GPU)")
+    g.add_argument("--max-cases", type=int, metavar="N", help="grade only the first N correctness cases of each part (a quick check)")
     g.add_argument("--verbose", action="store_true", help="repeat every message in full")
     g.add_argument("--skip-doctor", action="store_true", help="skip the install check")
 
@@ -101,13 +102,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
         device = doc.device
     where = "GPU tier (float32, float16, bfloat16; speed graded)" if device == "cuda" else "CPU tier (Triton interpreter, float32; speed not graded)"
     console.print(f"Grading {', '.join(files)} on the {where}.\n")
+    from autograder.grade import Selection
+
+    selection = Selection(max_cases=args.max_cases)
     results = []
     for slug, path in files.items():
         if err.is_terminal:
             with err.status(f"grading {slug}") as status:
-                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s))
+                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s),
+                                          selection)  # fmt: skip
         else:
-            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False))
+            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps,
+                                      lambda s: err.print(s, highlight=False), selection)  # fmt: skip
         print_result(console, result, args.verbose)
         results.append(result)
     total = sum(r.score(False) for r in results)
