@@ -19,6 +19,7 @@ import linecache
 import os
 import re
 import sys
+import threading
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -62,6 +63,9 @@ class _Watch:
         self.foreign: list[str] = []  # Triton kernels launched from other files
         self.stream: int | None = None  # the CUDA stream current when the call began
         self.current_stream = _current_cuda_stream  # how to read the current stream (tests pass a fake)
+        # The thread the call began on. Autograd runs a GPU backward on its own thread, on the stream of the
+        # forward: only launches from the calling thread are held to the calling stream.
+        self.thread = threading.get_ident()
         self.other_stream = 0  # launches on any other stream
         self.scalar_reads = 0
         self.in_triton = 0  # > 0 while Triton's own machinery (a launch, the autotuner) runs
@@ -89,7 +93,7 @@ class _Watch:
             name = getattr(fn, "__name__", "?")
             where = os.path.basename(filename) if filename else "elsewhere"
             self._forbid(f"the Triton kernel {name} from {where}, not from your kernels.py")
-        if self.stream is not None and self.current_stream() != self.stream:
+        if self.stream is not None and threading.get_ident() == self.thread and self.current_stream() != self.stream:
             self.other_stream += 1
 
 
@@ -373,14 +377,6 @@ def _plain(value: Any) -> Any:
     if value is None or type(value) in (bool, int, float, str):
         return value
     return repr(value)
-
-
-def _to_bytes(tensors: dict[str, Any]) -> bytes:
-    import torch
-
-    buf = io.BytesIO()
-    torch.save(_plain(tensors), buf)
-    return buf.getvalue()
 
 
 def _redirect_output(log_path: str) -> None:

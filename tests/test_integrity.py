@@ -4,8 +4,9 @@ honest solution and honest variants pass every defence.
 
 To cover a new assignment, add one `Adaptor` line to ADAPTORS (its slug, one small CPU case, a small
 shape for its first speed case, and a PyTorch function per API name). Each cheat is graded on that one
-case (and, for the timing cheats, on the small speed case, timed on the CPU), so a slug costs about a
-minute here.
+case (and, for the timing cheats, on the small speed case, timed on the CPU). The cheats whose defence
+depends on the assignment's call and outputs run for every assignment (about 30 s each here); those
+whose defence lives wholly in the worker run on the first assignment only.
 """
 
 from __future__ import annotations
@@ -60,15 +61,19 @@ def test_every_assignment_has_an_adaptor() -> None:
 # "case": the graded correctness call; "speed": the timed calls.
 CHEAT_RESULTS = {
     "fallback_in_except": ("case", "failed", "computed with PyTorch"),
+    "alias_input": ("case", "failed", "shares memory with the input"),
+    "partial_write": ("case", "failed", "elements are NaN"),
+    "edit_inputs": ("case", "failed", "changed its input"),
+    "lazy_subclass": ("case", "failed", "a subclass of torch.Tensor"),
+    "cache_by_shape": ("speed", "failed", "timed calls launched none of your Triton kernels"),
+    "replay_after_warmup": ("speed", "failed", "The output of timed call"),
+    "branch_on_timing": ("speed", "failed", "The output of timed call"),
+    # Their defences do not depend on what the assignment computes: graded on the first assignment only.
     "compile_reference": ("case", "failed", "computed with PyTorch"),
     "reenable_compile": ("case", "failed", "switched torch.compile back on"),
     "thread_compute": ("case", "error", "started a thread"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
     "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
-    "alias_input": ("case", "failed", "shares memory with the input"),
-    "partial_write": ("case", "failed", "elements are NaN"),
-    "edit_inputs": ("case", "failed", "changed its input"),
-    "lazy_subclass": ("case", "failed", "a subclass of torch.Tensor"),
     "gc_tamper": ("case", "error", "searched the interpreter's objects with gc"),
     "sys_modules_tamper": ("case", "failed", "computed with PyTorch"),
     "patch_timers": ("case", "failed", "which the grader relies on"),
@@ -77,11 +82,12 @@ CHEAT_RESULTS = {
     "huge_allocation": ("case", "error", "tried to allocate 4.0 TiB, more than the"),
     "segfault": ("case", "error", "crashed with SIGSEGV"),
     "sys_exit": ("case", "error", "called sys.exit(0)"),
-    "cache_by_shape": ("speed", "failed", "timed calls launched none of your Triton kernels"),
-    "replay_after_warmup": ("speed", "failed", "The output of timed call"),
-    "branch_on_timing": ("speed", "failed", "The output of timed call"),
     "os_exit_in_timing": ("speed", "error", "exited with code 0"),
 }
+PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
+                  "cache_by_shape", "replay_after_warmup", "branch_on_timing"]  # fmt: skip
+MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
+MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT] if COVERED else []
 
 
 def cheat_source(slug: str, cheat: str) -> str:
@@ -138,8 +144,7 @@ def test_every_cheat_file_is_in_the_table() -> None:
     assert on_disk == set(CHEAT_RESULTS) | {"cache_by_content", "cache_by_data_ptr", "write_results"}
 
 
-@pytest.mark.parametrize("slug", [a.slug for a in COVERED])
-@pytest.mark.parametrize("cheat", list(CHEAT_RESULTS))
+@pytest.mark.parametrize(("slug", "cheat"), MATRIX)
 def test_cheat_fails_with_the_sentence_that_names_its_defence(slug: str, cheat: str, cheat_root: Path) -> None:
     phase, status, phrase = CHEAT_RESULTS[cheat]
     result = graded_cheat(slug, cheat, cheat_root)
@@ -168,7 +173,7 @@ def test_the_honest_solution_passes_every_defence(slug: str) -> None:
     _timing_message_only(one(result, "speed"))  # on the CPU it is slow, and says so, nothing more
 
 
-@pytest.mark.parametrize("slug", [a.slug for a in COVERED])
+@pytest.mark.parametrize("slug", [a.slug for a in COVERED[:1]])
 def test_a_content_cache_never_hits_because_no_two_calls_share_inputs(slug: str, cheat_root: Path) -> None:
     path = cheat_root / slug / "cache_by_content" / "kernels.py"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,7 +183,7 @@ def test_a_content_cache_never_hits_because_no_two_calls_share_inputs(slug: str,
     _timing_message_only(one(result, "speed"))  # every timed call launched its kernels: the cache never hit
 
 
-@pytest.mark.parametrize("slug", [a.slug for a in COVERED])
+@pytest.mark.parametrize("slug", [a.slug for a in COVERED[:1]])
 def test_an_address_cache_is_caught_whenever_it_hits(slug: str, cheat_root: Path) -> None:
     """Whether a freed input's address comes back is up to the allocator (on a GPU it usually does):
     a hit is caught, and without one the cheat is just the honest solution, timed as such."""
