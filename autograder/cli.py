@@ -118,14 +118,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
             return 2
         device = doc.device
     where = "GPU tier (float32, float16, bfloat16; speed graded)" if device == "cuda" else "CPU tier (Triton interpreter, float32; speed not graded)"
+    from autograder.grade import Selection
+
+    selection = Selection(max_cases=args.max_cases)
     console.print(f"Grading {', '.join(files)} on the {where}.\n")
     results = []
     for slug, path in files.items():
         if err.is_terminal:
             with err.status(f"grading {slug}") as status:
-                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s), args.max_cases)
+                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s), selection)
         else:
-            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False), args.max_cases)
+            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False), selection)
         print_result(console, result, args.verbose)
         results.append(result)
     total = sum(r.score(False) for r in results)

@@ -1,4 +1,11 @@
-"""Grade one assignment of one submission: correctness case by case, then speed on a GPU."""
+"""Grade one assignment of one submission: correctness case by case, then speed on a GPU.
+
+Everything that is scored is computed here, in the grader's process, which never imports the
+submission: inputs are rebuilt from the seed, the float64 reference computed, every output compared,
+the speed-up, the physical floor and the points worked out. The worker only supplies outputs, the
+raw times and what it saw the submission do; a tampered worker can hide how an answer was computed,
+never make a wrong answer right (docs/integrity.md).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,22 @@ import math
 import secrets
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from autograder.checking import check_meta, compare
+from autograder.checking import check_meta, compare, physical_floor
 from autograder.runner import Worker, WorkerLost
-from autograder.spec import DTYPES, Assignment, Part, SpeedCase, generator
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tolerance, generator
 from autograder.specs import load_spec
+
+# Timed calls whose outputs the grader checks, drawn at random after the timing: a submission that is
+# wrong (stale, skipped, unfinished) on half its timed calls passes all of them with probability 1/32.
+CHECKED_TIMED_CALLS = 5
+WARMUP_INPUTS = 2  # input sets the warm-up cycles over, none of them used again in a timed call
 
 
 @dataclass
@@ -48,6 +61,31 @@ class AssignmentResult:
         return sum(c.max_score for c in self.cases if c.bonus == bonus)
 
 
+@dataclass
+class Selection:
+    """Which cases to grade: every one by default; a few for quick runs and for the repo's own tests.
+
+    Per-case points stay those of the full rubric, so a subset's score is a part of the full score.
+    """
+
+    tasks: Collection[str] | None = None  # only these parts, and the speed cases timing them
+    names: Collection[str] | None = None  # only the correctness cases with these names
+    max_cases: int | None = None  # at most this many correctness cases per part, in the spec's order
+    speed: bool | None = None  # None: speed on a GPU only; False: never; True: also on a CPU (timing-defence tests)
+    max_speed_cases: int | None = None
+    speed_params: dict[str, Any] | None = None  # merged into each speed case's parameters (small shapes on a CPU)
+
+    def cases(self, part: Part, tier: str) -> list[Case]:
+        if self.tasks is not None and part.task not in self.tasks:
+            return []
+        cases = [c for c in part.cases_for(tier) if self.names is None or c.name in self.names]
+        return cases[: self.max_cases] if self.max_cases is not None else cases
+
+    def speed_cases(self, spec: Assignment) -> list[int]:
+        chosen = [i for i, sc in enumerate(spec.speed) if self.tasks is None or sc.task in self.tasks]
+        return chosen[: self.max_speed_cases] if self.max_speed_cases is not None else chosen
+
+
 class Seeds:
     """Per-case seeds: unpredictable by default; a fixed base (the repo's own tests) makes runs repeatable."""
 
@@ -69,26 +107,54 @@ def _points(part: Part, tier: str) -> float:
     return part.points / max(1, len(part.cases_for(tier)))
 
 
-def _load_outputs(blob: bytes) -> dict[str, torch.Tensor]:
-    return torch.load(io.BytesIO(blob), weights_only=True)
+def _tolerance(part: Part, params: Params) -> Tolerance:
+    """The case's tolerance: a spec may give one per dtype, or a function of the case's parameters."""
+    if hasattr(part, "tolerance"):
+        return part.tolerance(params)
+    tol = part.tolerances[params["dtype"]]
+    return tol if isinstance(tol, Tolerance) else tol(params)
+
+
+def _load_outputs(blob: Any) -> dict[str, torch.Tensor]:
+    """Outputs from a reply: a dict of tensors (older workers sent them as torch.save bytes)."""
+    if isinstance(blob, (bytes, bytearray)):
+        return torch.load(io.BytesIO(blob), weights_only=True)
+    return blob
+
+
+def _refusal(reply: dict, note: str = "") -> str:
+    """The first sentence about how the submission computed or behaved, or '' when nothing was seen."""
+    if reply.get("problems"):
+        return reply["problems"][0]
+    if reply.get("forbidden_ops"):
+        ops = ", ".join(reply["forbidden_ops"][:6])
+        return (
+            f"The graded call computed with PyTorch ({ops}). Besides your Triton kernels it may only "
+            "allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
+        )
+    if reply.get("launches", 1) == 0:
+        return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
+    if reply.get("other_stream"):
+        return (
+            "Your code launched a kernel on another CUDA stream: the grader times and checks the stream it "
+            "calls you on, so launch every kernel on the current stream."
+        )
+    if reply.get("output_problem"):
+        return reply["output_problem"]
+    if reply.get("out_of_bounds"):
+        return reply["out_of_bounds"][0]
+    if reply.get("inputs_changed"):
+        names = ", ".join(f"`{n}`" for n in reply["inputs_changed"])
+        return f"Your code changed its input {names}: inputs must be left as they were (write into a new tensor)."
+    return ""
 
 
 def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Tensor], device: torch.device,
            note: str = "") -> tuple[bool, str]:
     """Whether a case's reply is correct, and a sentence when it is not."""
-    if reply["forbidden_ops"]:
-        ops = ", ".join(reply["forbidden_ops"][:6])
-        return False, (
-            f"The graded call computed with PyTorch ({ops}). Besides your Triton kernels it may only "
-            "allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
-        )
-    if reply["launches"] == 0:
-        return False, "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
-    if reply.get("out_of_bounds"):
-        return False, reply["out_of_bounds"][0]
-    if reply["inputs_changed"]:
-        names = ", ".join(f"`{n}`" for n in reply["inputs_changed"])
-        return False, f"Your code changed its input {names}: inputs must be left as they were (write into a new tensor)."
+    refused = _refusal(reply, note)
+    if refused:
+        return False, refused
     outputs = _load_outputs(reply["outputs"])
     dtype = DTYPES[params["dtype"]]
     worst = 0.0
@@ -98,22 +164,31 @@ def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Ten
             return False, f"The call returned no `{name}`."
         if meta["type"] != "Tensor":
             return False, f"`{name}` should be a torch.Tensor, but the call returned {meta['type']}."
-        problem = check_meta(name, outputs[name], tuple(ref.shape), dtype, "cpu")
+        problem = check_meta(name, outputs.get(name), tuple(ref.shape), dtype, "cpu")
         if not problem and meta["device"] != device.type:
             problem = f"`{name}` is on {meta['device']}, but should be on {device.type} like the inputs."
         if problem:
             return False, problem
-        verdict = compare(name, outputs[name].to(ref.device), ref, part.tolerance(params))
+        verdict = compare(name, outputs[name].to(ref.device), ref, _tolerance(part, params))
         if not verdict.ok:
             return False, verdict.message
         worst = max(worst, verdict.max_error)
     return True, f"max error {100 * worst:.2g}% of the tolerance"
 
 
-def _correctness(spec: Assignment, part: Part, tier: str, worker: Worker, device: torch.device, seeds: Seeds,
-                 timeout: float, progress: Progress, max_cases: int | None = None) -> list[CaseResult]:
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError)
+
+
+def _unreadable(exc: BaseException) -> str:
+    return (
+        f"The grader could not read the worker's reply ({type(exc).__name__}: {exc}): something changed what the "
+        "worker sends back, so the case earns no points."
+    )
+
+
+def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, worker: Worker, device: torch.device,
+                 seeds: Seeds, timeout: float, progress: Progress) -> list[CaseResult]:
     results = []
-    cases = part.cases_for(tier)[:max_cases]
     for i, case in enumerate(cases, 1):
         progress(f"{spec.slug} · {part.task} · case {i}/{len(cases)} {case.name}")
         pts = _points(part, tier)
@@ -130,14 +205,24 @@ def _correctness(spec: Assignment, part: Part, tier: str, worker: Worker, device
             result.status = "timeout" if str(lost).startswith("Timed out") else "error"
             result.message = str(lost)
         else:
-            if reply["status"] != "ok":
-                result.status, result.message = reply["status"], reply["message"]
-            else:
+            ok_reply = isinstance(reply.get("status"), str) and reply["status"] == "ok"
+            reference = None
+            if ok_reply:  # computed only for a reply worth comparing
                 inputs = part.make_inputs(case.params, generator(seed, device), device)
                 reference = part.reference(inputs, case.params)
-                ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
-                result.status, result.message = ("passed" if ok else "failed"), message
-                result.score = pts if ok else 0.0
+            try:
+                if not ok_reply:
+                    status = reply["status"]
+                    result.status = status if status in ("error", "not_implemented") else "error"
+                    result.message = str(reply["message"])
+                    if reply.get("problems"):  # a refusal explains the error better than its exception
+                        result.message = str(reply["problems"][0])
+                else:
+                    ok, message = _judge(part, case.params, reply, reference, device, getattr(spec, "forbidden_note", ""))
+                    result.status, result.message = ("passed" if ok else "failed"), message
+                    result.score = pts if ok else 0.0
+            except _UNREADABLE as exc:
+                result.status, result.message, result.score = "error", _unreadable(exc), 0.0
         result.seconds = time.perf_counter() - t0
         results.append(result)
     return results
@@ -150,72 +235,159 @@ def speed_points(speedup: float, target: float, points: float, zero_at: float = 
     return points * min(1.0, math.log(speedup / zero_at) / math.log(target / zero_at))
 
 
-def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, seeds: Seeds, reps: int,
-           timeout: float) -> CaseResult:
-    sc = spec.speed[index]
-    result = CaseResult(sc.task, sc.name, "failed", 0.0, sc.points, kind="speed")
-    pool_seeds = [seeds.next() for _ in range(4)]
-    check = secrets.randbelow(len(pool_seeds))
-    try:
-        reply = worker.request(
-            {"op": "speed", "index": index, "task": sc.task, "params": sc.params, "seeds": pool_seeds, "check_index": check, "reps": reps},
-            timeout, f"timing {sc.name}",
-        )  # fmt: skip
-    except WorkerLost as lost:
-        result.status, result.message = "error", str(lost)
-        return result
-    if reply["status"] != "ok":
-        result.status, result.message = reply["status"], reply["message"]
-        return result
-    # The output of a timed call is checked too: a fast wrong answer earns nothing.
-    part = spec.part(sc.task)
-    inputs = part.make_inputs(sc.params, generator(pool_seeds[check], device), device)
-    ref = next(iter(part.reference(inputs, sc.params).values()))
-    out = _load_outputs(reply["outputs"]).get("out")
-    problem = check_meta("output", out, tuple(ref.shape), DTYPES[sc.params["dtype"]], "cpu")
-    verdict = compare("output", out.to(ref.device), ref, part.tolerance(sc.params)) if not problem else None
-    if problem or not verdict.ok:
-        result.message = "The output of a timed call was wrong: " + (problem or verdict.message)
-        return result
-    ms = statistics.median(reply["times"]["submission"])
-    base_ms = statistics.median(reply["times"]["baseline"])
-    speedup = base_ms / ms
-    gbps = sc.bytes_moved(sc.params) / (ms * 1e-3) / 1e9
-    pct = 100.0 * gbps / reply["copy_gbps"]
-    result.score = speed_points(speedup, sc.target_speedup, sc.points, sc.zero_at)
-    result.status = "passed" if result.score >= sc.points - 1e-9 else "failed"
-    result.extra = {"ms": ms, "baseline_ms": base_ms, "speedup": speedup, "gbps": gbps, "pct_copy": pct,
-                    "copy_gbps": reply["copy_gbps"], "target_speedup": sc.target_speedup,
-                    "baseline": sc.baseline_name}
+@dataclass
+class Peaks:
+    """What the hardware can do, measured by the grader itself (never by the worker): the physical floor."""
+
+    copy_gbps: float
+    matmul_tflops: float
+
+
+_PEAKS: dict[str, Peaks] = {}
+
+
+def measured_peaks(device: torch.device) -> Peaks:
+    """Copy bandwidth and matmul rate of `device`, measured once per grading process."""
+    key = str(device)
+    if key not in _PEAKS:
+        from autograder import timing
+
+        _PEAKS[key] = Peaks(timing.copy_bandwidth_gbps(device), timing.matmul_tflops(device))
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return _PEAKS[key]
+
+
+def _timed_call_problem(timed: dict, reps: int, note: str = "") -> str:
+    """A sentence about how the submission behaved in its timed calls, or ''."""
+    if timed.get("forbidden"):
+        return "In a timed call: " + _refusal({"forbidden_ops": timed["forbidden"]}, note)
+    if timed.get("no_launch"):
+        return (
+            f"{timed['no_launch']} of {reps} timed calls launched none of your Triton kernels: every call must do "
+            "its own work (a result kept from an earlier call, or work done in one call for the next ones, is not allowed)."
+        )
+    if timed.get("other_stream"):
+        return "In a timed call: " + _refusal({"other_stream": timed["other_stream"]})
+    if timed.get("output_problem"):
+        return "In a timed call: " + timed["output_problem"]
+    return ""
+
+
+def _spread(xs: list[float]) -> float:
+    """Interquartile range over the median of one candidate's timed calls (0 with fewer than two)."""
+    if len(xs) < 2:
+        return 0.0
+    q = statistics.quantiles(xs, n=4)
+    return (q[2] - q[0]) / statistics.median(xs)
+
+
+def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], copy_gbps: float,
+                  peaks: Peaks) -> tuple[float, str, str, dict]:
+    """(points, status, message, extra) for a speed case whose timed outputs were all correct."""
+    ms = statistics.median(times["submission"])
+    base_ms = statistics.median(times["baseline"])
+    flops = sc.flops(params) if sc.flops is not None else None
+    floor = physical_floor(ms, sc.bytes_moved(params), flops, peaks.copy_gbps, peaks.matmul_tflops)
+    speedup = base_ms / ms if ms > 0 else float("nan")
+    gbps = sc.bytes_moved(params) / (ms * 1e-3) / 1e9 if ms > 0 else float("nan")
+    shown_copy = copy_gbps or peaks.copy_gbps
+    pct = 100.0 * gbps / shown_copy if shown_copy else float("nan")
+    extra = {"ms": ms, "baseline_ms": base_ms, "speedup": speedup, "gbps": gbps, "pct_copy": pct,
+             "copy_gbps": shown_copy, "target_speedup": sc.target_speedup, "baseline": sc.baseline_name,
+             "floor_copy_gbps": peaks.copy_gbps, "floor_tflops": peaks.matmul_tflops,
+             "spread": _spread(times["submission"]), "baseline_spread": _spread(times["baseline"])}  # fmt: skip
+    if flops is not None and ms > 0:
+        extra["tflops"] = flops / (ms * 1e-3) / 1e12
+    if floor:
+        return 0.0, "failed", floor, extra
+    score = speed_points(speedup, sc.target_speedup, sc.points, sc.zero_at)
+    status = "passed" if score >= sc.points - 1e-9 else "failed"
     rate = f"{gbps:,.0f} GB/s = {pct:.0f}% of copy bandwidth"
-    if sc.flops is not None:
-        result.extra["tflops"] = sc.flops(sc.params) / (ms * 1e-3) / 1e12
-        rate = f"{result.extra['tflops']:,.0f} TFLOP/s, {gbps:,.0f} GB/s"
+    if "tflops" in extra:
+        rate = f"{extra['tflops']:,.0f} TFLOP/s, {gbps:,.0f} GB/s"
     zero = f", none at {sc.zero_at:g}x" if sc.zero_at != 1.0 else ""
-    result.message = (
+    message = (
         f"{ms * 1e3:.1f} us, {speedup:.2f}x {sc.baseline_name} ({base_ms * 1e3:.1f} us), {rate}; "
         f"full points at {sc.target_speedup:g}x{zero}"
     )
+    return score, status, message, extra
+
+
+def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, seeds: Seeds, reps: int,
+           timeout: float, selection: Selection) -> CaseResult:
+    sc = spec.speed[index]
+    params = {**sc.params, **(selection.speed_params or {})}
+    result = CaseResult(sc.task, Case(params, "gpu").name, "failed", 0.0, sc.points, kind="speed",
+                        bonus=getattr(sc, "bonus", False))
+    part = spec.part(sc.task)
+    cpu = device.type != "cuda"
+    rep_seeds = [seeds.next() for _ in range(reps)]  # one new input set per timed call
+    request = {"op": "speed", "index": index, "task": sc.task, "params": params, "seeds": rep_seeds,
+               "warmup_seeds": [seeds.next() for _ in range(WARMUP_INPUTS)], "reps": reps,
+               "warmup_calls": 2 if cpu else 10, "warmup_ms": 0.0 if cpu else 100.0}  # fmt: skip
+    try:
+        reply = worker.request(request, timeout, f"timing {result.name}")
+        if reply["status"] != "ok":
+            result.status = "error"
+            result.message = reply["problems"][0] if reply.get("problems") else str(reply["message"])
+            return result
+        problem = (reply.get("problems") or [""])[0] or _timed_call_problem(reply["timed"], reps, getattr(spec, "forbidden_note", ""))
+        if problem:
+            result.message = problem
+            return result
+        # The timed outputs to check are drawn now, after the timing, so no call could know it would be checked.
+        checked = sorted(secrets.SystemRandom().sample(range(reps), min(CHECKED_TIMED_CALLS, reps)))
+        kept = worker.request({"op": "speed_outputs", "reps": checked}, timeout, f"collecting the outputs of {result.name}")
+        if kept.get("problems"):
+            result.message = kept["problems"][0]
+            return result
+        for r in checked:
+            inputs = part.make_inputs(params, generator(rep_seeds[r], device), device)
+            ref = next(iter(part.reference(inputs, params).values()))
+            out = kept["outputs"].get(str(r))
+            problem = check_meta("output", out, tuple(ref.shape), DTYPES[params["dtype"]], "cpu")
+            verdict = compare("output", out.to(ref.device), ref, _tolerance(part, params)) if not problem else None
+            if problem or not verdict.ok:
+                result.message = (
+                    f"The output of timed call {r + 1} of {reps} was wrong: " + (problem or verdict.message) + " Every "
+                    "timed call gets new inputs, and its output is copied right after the call returns, then filled with "
+                    "NaN: a result kept from an earlier call, or work still running on another stream or thread, shows up here."
+                )
+                return result
+        times, copy_gbps = reply["times"], float(reply["copy_gbps"])
+    except WorkerLost as lost:
+        result.status, result.message = "error", str(lost)
+        return result
+    except _UNREADABLE as exc:
+        result.status, result.message = "error", _unreadable(exc)
+        return result
+    score, status, message, extra = speed_verdict(sc, params, times, copy_gbps, measured_peaks(device))
+    result.score, result.status, result.message, result.extra = score, status, message, extra
     return result
 
 
 def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
                      timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
-                     max_cases: int | None = None) -> AssignmentResult:
-    """Grade one kernels.py; `max_cases` keeps the first N cases of each part (a quick check, not a grade)."""
+                     selection: Selection | None = None, import_timeout: float | None = None) -> AssignmentResult:
     spec = load_spec(slug)
+    selection = selection or Selection()
     tier = "gpu" if device_name == "cuda" else "cpu"
     device = torch.device(device_name)
     timeout = timeout or (120.0 if tier == "cpu" else 180.0)
     seeds = Seeds(seed)
     result = AssignmentResult(slug, spec.title, tier, [])
+    graded = {part.task: selection.cases(part, tier) for part in spec.parts}
+    timed = selection.speed if selection.speed is not None else tier == "gpu"
     if not kernels_file.exists():
         message = f"There is no {kernels_file}: copy the starter code from assignments/{slug}/kernels.py."
         for part in spec.parts:
-            for case in part.cases_for(tier):
+            for case in graded[part.task]:
                 result.cases.append(CaseResult(part.task, case.name, "error", 0.0, _points(part, tier), message, bonus=part.bonus))
         return result
-    worker = Worker(slug, kernels_file, device_name, import_timeout=timeout)
+    # Starting a worker loads PyTorch, Triton and Dynamo before kernels.py: that is not the submission's
+    # time, so the import gets at least a minute whatever the per-case limit.
+    worker = Worker(slug, kernels_file, device_name, import_timeout=import_timeout or max(timeout, 60.0))
     try:
         try:
             worker.start()
@@ -223,22 +395,28 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
             worker.import_error = f"kernels.py could not be imported. {lost}"
         passed_tasks = set()
         for part in spec.parts:
-            cases = _correctness(spec, part, tier, worker, device, seeds, timeout, progress, max_cases)
+            cases = _correctness(spec, part, graded[part.task], tier, worker, device, seeds, timeout, progress)
             result.cases += cases
             if cases and all(c.status == "passed" for c in cases):
                 passed_tasks.add(part.task)
-        if tier == "cpu":
-            result.note = "Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about GPU speed."
-            for sc in spec.speed:
-                result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed"))
+        speed_cases = selection.speed_cases(spec)
+        if not timed:
+            if tier == "cpu":
+                result.note = "Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about GPU speed."
+            for index in speed_cases:
+                sc = spec.speed[index]
+                result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
+                                               bonus=getattr(sc, "bonus", False)))  # fmt: skip
         else:
-            for index, sc in enumerate(spec.speed):
+            for index in speed_cases:
+                sc = spec.speed[index]
                 progress(f"{slug} · {sc.task} · timing {sc.name}")
                 if sc.task not in passed_tasks:
                     result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
-                                                   f"not timed: every correctness case of {sc.task} must pass first", kind="speed"))
+                                                   f"not timed: every correctness case of {sc.task} must pass first",
+                                                   kind="speed", bonus=getattr(sc, "bonus", False)))  # fmt: skip
                 else:
-                    result.cases.append(_speed(spec, index, worker, device, seeds, reps, timeout))
+                    result.cases.append(_speed(spec, index, worker, device, seeds, reps, timeout, selection))
     finally:
         worker.cleanup()
     return result

@@ -5,19 +5,30 @@ Python's launch cost is hidden behind the flush and a short device-side spin, so
 (as with triton.testing.do_bench, whose flush plays the same part); `host_overhead_us` measures the
 launch cost on its own, for calls small enough that it matters.
 
-The CUDA entry points are bound when this module is imported, which the worker does before it
-imports a submission, so a submission that patches torch.cuda afterwards does not change them.
+Every entry point used here (the event class and its methods, synchronize, the device-side sleep,
+the host clock) is bound when this module is imported, which the worker does before it imports a
+submission: a submission that patches torch.cuda or time afterwards does not change what is used
+here (and the worker's snapshot reports the patch).
+
+On a CPU, `time_calls` times with the host clock and flushes nothing: the repo's own tests use it to
+exercise the grader's timing defences under the interpreter; those times mean nothing about speed.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 _Event = torch.cuda.Event
+_record = torch.cuda.Event.record
+_elapsed = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
+_sleep = getattr(torch.cuda, "_sleep", None)
+_perf_counter = time.perf_counter
 
 
 def flush_buffer(device: torch.device) -> torch.Tensor:
@@ -35,36 +46,76 @@ def time_interleaved(
     min_warmup_calls: int = 10,
 ) -> dict[str, list[float]]:
     """Time each fn(i) (i cycles over the input pool) `reps` times, interleaved; milliseconds per call."""
-    flush = flush_buffer(device)
-    head_start = _sleep_cycles_per_us(device) * HEAD_START_US
+    return time_calls(fns, list(range(n_inputs)), lambda r: r % n_inputs, reps, device, warmup_ms, min_warmup_calls)
+
+
+def time_calls(
+    fns: dict[str, Callable[[Any], object]],
+    warm_args: list[Any],
+    timed_arg: Callable[[int], Any],
+    reps: int,
+    device: torch.device,
+    warmup_ms: float = 100.0,
+    min_warmup_calls: int = 10,
+    after: Callable[[str, int, object], None] | None = None,
+    settle: Callable[[int], None] | None = None,
+) -> dict[str, list[float]]:
+    """Time each fn(arg) `reps` times, interleaved; milliseconds per call.
+
+    Warm-up calls cycle over `warm_args`. Timed rep r calls every fn on `timed_arg(r)`, which is made
+    once per rep, before the flush, outside the timed region (the grader makes new inputs there, so no
+    timed call sees contents it has seen before). `after(name, r, result)` runs right after the end
+    event is recorded, before the synchronize: work it queues lands on the timing stream just behind
+    the call (the grader keeps a copy of the output there, so work the call left running on another
+    stream or thread shows up as a wrong output). Warm-up calls pass r = -1. `settle(r)` runs after
+    the synchronize.
+    """
+    cuda = device.type == "cuda"
+    flush = flush_buffer(device) if cuda else None
+    head_start = _sleep_cycles_per_us(device) * HEAD_START_US if cuda else 0
     # Warm-up: compile, autotune and settle clocks, for at least warmup_ms and min_warmup_calls each.
-    for fn in fns.values():
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    for name, fn in fns.items():
         calls, elapsed = 0, 0.0
         while calls < min_warmup_calls or elapsed < warmup_ms:
-            start.record()
-            fn(calls % n_inputs)
-            end.record()
-            _synchronize()
-            elapsed += start.elapsed_time(end)
+            result, ms = _timed_call(fn, warm_args[calls % len(warm_args)], cuda, None, 0, after, name, -1)
+            elapsed += ms
             calls += 1
     times: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
     for r in range(reps):
+        arg = timed_arg(r)
         order = names if r % 2 == 0 else names[::-1]  # alternate the order so neither always goes first
         for name in order:
-            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-            # No synchronize between the flush and the start event: while the GPU clears L2 and then
-            # spins for HEAD_START_US, the host gets through Python and queues the call, so the events
-            # measure the GPU's work rather than the time Python takes to launch it.
-            flush.zero_()
-            torch.cuda._sleep(head_start)
-            start.record()
-            fns[name](r % n_inputs)
-            end.record()
-            _synchronize()  # device-wide: work the call left on any stream is finished before the next
-            times[name].append(start.elapsed_time(end))
+            _, ms = _timed_call(fns[name], arg, cuda, flush, head_start, after, name, r)
+            times[name].append(ms)
+            if settle is not None:
+                settle(r)
     return times
+
+
+def _timed_call(fn: Callable[[Any], object], arg: Any, cuda: bool, flush: torch.Tensor | None, head_start: int,
+                after: Callable[[str, int, object], None] | None, name: str, r: int) -> tuple[object, float]:
+    if not cuda:
+        t0 = _perf_counter()
+        result = fn(arg)
+        ms = (_perf_counter() - t0) * 1e3
+        if after is not None:
+            after(name, r, result)
+        return result, ms
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    if flush is not None:
+        # No synchronize between the flush and the start event: while the GPU clears L2 and then
+        # spins for HEAD_START_US, the host gets through Python and queues the call, so the events
+        # measure the GPU's work rather than the time Python takes to launch it.
+        flush.zero_()
+        _sleep(head_start)
+    _record(start)
+    result = fn(arg)
+    _record(end)
+    if after is not None:
+        after(name, r, result)
+    _synchronize()  # device-wide: work the call left on any stream is finished before the next
+    return result, _elapsed(start, end)
 
 
 HEAD_START_US = 300  # more than a wrapper's host time (tens of us), so launch cost stays out of the timing
@@ -76,12 +127,12 @@ def _sleep_cycles_per_us(device: torch.device) -> int:
     index = device.index or 0
     if index not in _cycles_per_us:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        torch.cuda._sleep(1_000_000)  # warm the clocks
-        start.record()
-        torch.cuda._sleep(10_000_000)
-        end.record()
+        _sleep(1_000_000)  # warm the clocks
+        _record(start)
+        _sleep(10_000_000)
+        _record(end)
         _synchronize()
-        _cycles_per_us[index] = max(1, int(10_000_000 / (start.elapsed_time(end) * 1e3)))
+        _cycles_per_us[index] = max(1, int(10_000_000 / (_elapsed(start, end) * 1e3)))
     return _cycles_per_us[index]
 
 
@@ -97,22 +148,35 @@ def spread(xs: list[float]) -> float:
 
 def copy_bandwidth_gbps(device: torch.device, nbytes: int = 1 << 30) -> float:
     """Device-to-device copy bandwidth, counting bytes read plus bytes written, in GB/s."""
+    if device.type != "cuda":
+        nbytes = min(nbytes, 64 << 20)
     src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=device).normal_()
     dst = torch.empty_like(src)
-    times = time_interleaved({"copy": lambda i: dst.copy_(src)}, 1, 20, device)["copy"]
+    times = time_interleaved({"copy": lambda i: dst.copy_(src)}, 1, 20, device, warmup_ms=0.0 if device.type != "cuda" else 100.0,
+                             min_warmup_calls=2 if device.type != "cuda" else 10)["copy"]  # fmt: skip
     return 2 * nbytes / (median(times) * 1e-3) / 1e9
+
+
+def matmul_tflops(device: torch.device, n: int = 8192) -> float:
+    """Dense matmul rate of the device's fastest 16-bit path (cuBLAS bf16 on a GPU), in TFLOP/s."""
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    n = n if device.type == "cuda" else min(n, 512)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    cuda = device.type == "cuda"
+    times = time_interleaved({"mm": lambda i: a @ b}, 1, 10 if cuda else 3, device, warmup_ms=100.0 if cuda else 0.0,
+                             min_warmup_calls=5 if cuda else 1)["mm"]  # fmt: skip
+    return 2 * n**3 / (median(times) * 1e-3) / 1e12
 
 
 def host_overhead_us(fn: Callable[[], object], calls: int = 200) -> float:
     """Host time per call when calls are queued back to back (the GPU never waits on one), in us."""
-    import time
-
     for _ in range(10):
         fn()
     _synchronize()
-    t0 = time.perf_counter()
+    t0 = _perf_counter()
     for _ in range(calls):
         fn()
-    t1 = time.perf_counter()
+    t1 = _perf_counter()
     _synchronize()
     return (t1 - t0) / calls * 1e6

@@ -2,7 +2,13 @@
 
 It never sees a reference output. For each case it receives parameters and a seed, builds the inputs,
 calls the submission under watch (fresh memory poisoned with NaN, every PyTorch op recorded, every
-Triton launch counted, inputs compared before and after) and sends the outputs back as bytes.
+Triton launch counted, inputs compared before and after, the outputs' types and memory inspected)
+and sends the outputs back. For a speed case it times the submission against the baseline on new
+inputs for every timed call and keeps each call's output, for the grader to check the ones it picks.
+
+Replies travel as bytes the grader reads with `torch.load(weights_only=True)`: plain data and tensors,
+never a pickle that could run code in the grader. The guards in autograder/integrity.py watch
+everything the submission does in between.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import linecache
 import os
 import re
 import sys
+import threading
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,6 +39,17 @@ ALLOWED_OPS = frozenset(
     sym_size sym_stride sym_numel sym_storage_offset is_contiguous is_same_size stride size numel dim
     """.split()
 )
+COPY_OPS = frozenset({"_to_copy", "copy_", "to"})
+MAX_SCALAR_READS = 64  # .item() calls per graded call; more is the answer computed in Python, value by value
+CHECKED_OUTPUT_BUDGET = 8 << 30  # bytes of timed outputs kept on the GPU; the rest wait in host memory
+GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
+HOST_MEMORY_BUDGET = 16 << 30  # address space a CPU-tier worker may add to what it holds after its imports
+
+
+def _op_name(func: Any) -> str:
+    # str(aten.mean.dim) == "aten.mean.dim"; the overload name is not part of the policy.
+    parts = str(func).split(".")
+    return parts[1] if len(parts) >= 2 else str(func)
 
 
 # Ops whose new tensors are fenced during a graded call: each result is carved from the middle of a
@@ -47,40 +65,42 @@ FENCE_BYTES = 1 << 17  # each side; more than one block of any kernel in the cou
 FENCE_PATTERN = 0xA5
 
 
-def _op_name(func: Any) -> str:
-    # str(aten.mean.dim) == "aten.mean.dim"; the overload name is not part of the policy.
-    parts = str(func).split(".")
-    return parts[1] if len(parts) >= 2 else str(func)
-
-
 class _Watch:
     """Records, during one graded call, the PyTorch ops run and the submission's kernel launches."""
 
-    def __init__(self, submission_file: str, refused: frozenset[str] = frozenset()) -> None:
+    def __init__(self, submission_file: str, timed: bool = False, refused: frozenset[str] = frozenset()) -> None:
         self.submission_file = submission_file
-        self.refused = refused  # allowed ops that this assignment refuses all the same
+        self.timed = timed  # inside a timed call: record only, never add work (no fences, no copies)
+        self.refused = refused  # ops the grader allows elsewhere that this assignment refuses (a transpose's copies)
+        self.fences: list[tuple] = []
         self.forbidden: list[str] = []
         self.launches = 0
-        self.fences: list[tuple] = []
+        self.foreign: list[str] = []  # Triton kernels launched from other files
+        self.stream: int | None = None  # the CUDA stream current when the call began
+        self.current_stream = _current_cuda_stream  # how to read the current stream (tests pass a fake)
+        # The thread the call began on. Autograd runs a GPU backward on its own thread, on the stream of the
+        # forward: only launches from the calling thread are held to the calling stream.
+        self.thread = threading.get_ident()
+        self.other_stream = 0  # launches on any other stream
+        self.scalar_reads = 0
+        self.in_triton = 0  # > 0 while Triton's own machinery (a launch, the autotuner) runs
 
-    def saw_op(self, func: Any) -> None:
+    def saw_op(self, func: Any, args: Any = (), out: Any = None) -> None:
         name = _op_name(func)
+        if name == "_local_scalar_dense":
+            self.scalar_reads += 1
+        elif name in COPY_OPS and _device_to_host(name, args, out):
+            self._forbid("a copy from the GPU to the CPU (.cpu(), .to('cpu'), .tolist())")
+            return
         refused = name in self.refused or name.rstrip("_") in self.refused
         if refused or (name.rstrip("_") not in ALLOWED_OPS and name not in ALLOWED_OPS):
-            qualified = str(func).rsplit(".", 1)[0]
-            if qualified not in self.forbidden:
-                self.forbidden.append(qualified)
-
-    def saw_launch(self, fn: Any) -> None:
-        code = getattr(fn, "__code__", None)
-        if code is not None and os.path.realpath(code.co_filename) == self.submission_file:
-            self.launches += 1
+            self._forbid(str(func).rsplit(".", 1)[0])
 
     def fence(self, func: Any, out: Any) -> Any:
         """The new tensor `out`, moved into the middle of a buffer with a fence of FENCE_BYTES on each side."""
         import torch
 
-        if _op_name(func) not in FENCED_OPS or type(out) is not torch.Tensor or out.layout != torch.strided:
+        if self.timed or _op_name(func) not in FENCED_OPS or type(out) is not torch.Tensor or out.layout != torch.strided:
             return out
         if out.numel() == 0 or not out.is_contiguous() or out.device.type == "meta":
             return out
@@ -119,6 +139,46 @@ class _Watch:
                 )
         return problems
 
+    def _forbid(self, what: str) -> None:
+        if what not in self.forbidden:
+            self.forbidden.append(what)
+
+    def saw_launch(self, fn: Any) -> None:
+        code = getattr(fn, "__code__", None)
+        filename = _realpath(code.co_filename) if code is not None else ""
+        if filename == self.submission_file:
+            self.launches += 1
+        else:
+            name = getattr(fn, "__name__", "?")
+            where = os.path.basename(filename) if filename else "elsewhere"
+            self._forbid(f"the Triton kernel {name} from {where}, not from your kernels.py")
+        if self.stream is not None and threading.get_ident() == self.thread and self.current_stream() != self.stream:
+            self.other_stream += 1
+
+
+def _current_cuda_stream() -> int:
+    import torch
+
+    return torch.cuda.current_stream().cuda_stream
+
+
+def _device_to_host(name: str, args: Any, out: Any) -> bool:
+    src = args[1] if name == "copy_" and len(args) > 1 else (args[0] if args else None)
+    dst = out if name != "copy_" else (args[0] if args else None)
+    src_type = getattr(getattr(src, "device", None), "type", "")
+    dst_type = getattr(getattr(dst, "device", None), "type", "")
+    return src_type == "cuda" and dst_type == "cpu"
+
+
+_REALPATHS: dict[str, str] = {}
+
+
+def _realpath(filename: str) -> str:
+    path = _REALPATHS.get(filename)
+    if path is None:
+        path = _REALPATHS[filename] = os.path.realpath(filename)
+    return path
+
 
 _WATCH: _Watch | None = None
 
@@ -144,10 +204,36 @@ def _install_launch_hooks() -> None:
                 return __original(self, *args, **kwargs)
             if not kwargs.get("warmup", False):
                 watch.saw_launch(getattr(self, "fn", None))
-            with _disable_current_modes():  # the launcher's own tensor bookkeeping is not the submission's
-                return __original(self, *args, **kwargs)
+            watch.in_triton += 1
+            try:
+                with _disable_current_modes():  # the launcher's own tensor bookkeeping is not the submission's
+                    return __original(self, *args, **kwargs)
+            finally:
+                watch.in_triton -= 1
 
         cls.run = run
+    # The autotuner's and heuristics' own work (benchmarking configs: events, an L2 flush, quantiles with
+    # torch ops) is Triton's, not the submission's; the launches they make still pass through run above.
+    from triton.runtime import autotuner
+
+    for name in ("Autotuner", "Heuristics"):
+        cls = getattr(autotuner, name, None)
+        if cls is None or not hasattr(cls, "run"):
+            continue
+        original = cls.run
+
+        def tuned_run(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            watch = _WATCH
+            if watch is None:
+                return __original(self, *args, **kwargs)
+            watch.in_triton += 1
+            try:
+                with _disable_current_modes():
+                    return __original(self, *args, **kwargs)
+            finally:
+                watch.in_triton -= 1
+
+        cls.run = tuned_run
 
 
 def _make_recorder() -> Any:
@@ -157,7 +243,7 @@ def _make_recorder() -> Any:
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
             if _WATCH is not None:
-                _WATCH.saw_op(func)
+                _WATCH.saw_op(func, args, out)
                 out = _WATCH.fence(func, out)
             return out
 
@@ -249,16 +335,108 @@ def check_api(module: ModuleType, api: dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
+# Outputs: what they are, and whose memory they sit in
+# --------------------------------------------------------------------------------------------------
+
+
+def _tensors_of(result: Any) -> list[Any]:
+    """The tensors a call returned, in order: a tensor, or the values of a tuple, list or dict."""
+    import torch
+
+    if isinstance(result, dict):
+        items = list(result.values())
+    elif isinstance(result, (tuple, list)):
+        items = list(result)
+    else:
+        items = [result]
+    return [t for t in items if isinstance(t, torch.Tensor)]
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ in ("torch", "builtins") else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _storage_span(t: Any) -> tuple[int, int] | None:
+    """(first byte, one past the last byte) of the whole memory block behind a tensor's storage."""
+    import torch
+
+    storage = torch.Tensor.untyped_storage(t)
+    start, size = storage.data_ptr(), storage.nbytes()
+    return (start, start + size) if size and start else None
+
+
+def _view_span(t: Any) -> tuple[int, int] | None:
+    """(first byte, one past the last byte) a tensor view can reach, or None when it has no elements."""
+    import torch
+
+    if torch.Tensor.numel(t) == 0:
+        return None
+    itemsize = torch.Tensor.element_size(t)
+    low = high = torch.Tensor.data_ptr(t)
+    for size, stride in zip(t.shape, torch.Tensor.stride(t)):
+        reach = (size - 1) * stride * itemsize
+        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+    return low, high + itemsize
+
+
+def shared_memory(outputs: dict[str, Any], inputs: dict[str, Any]) -> str:
+    """A sentence about the first output that reaches an input's memory or is another output again, or ''.
+
+    Two outputs carved from one buffer of the submission's own (dk and dv side by side) are fine.
+    """
+    import torch
+
+    spans = {k: _storage_span(v) for k, v in inputs.items() if type(v) is torch.Tensor}
+    starts: dict[tuple[int, int], str] = {}
+    for name, out in outputs.items():
+        if type(out) is not torch.Tensor:
+            continue
+        view = _view_span(out)
+        if view is None:
+            continue
+        for other, span in spans.items():
+            if span is not None and view[0] < span[1] and span[0] < view[1]:
+                return (
+                    f"`{name}` shares memory with the input `{other}`: return a new tensor that your kernel writes, "
+                    "not a view of (or the memory of) something the grader gave you."
+                )
+        if view in starts:
+            return f"`{name}` is the same memory as the output `{starts[view]}`: each output needs its own tensor."
+        starts[view] = name
+    return ""
+
+
+def _exact_types(outputs: dict[str, Any]) -> str:
+    import torch
+
+    for name, value in outputs.items():
+        if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
+            return (
+                f"`{name}` is a {_type_name(value)}, a subclass of torch.Tensor: return a plain torch.Tensor "
+                "(a subclass can run code when the grader reads it)."
+            )
+    return ""
+
+
+# --------------------------------------------------------------------------------------------------
 # The request loop
 # --------------------------------------------------------------------------------------------------
 
 
-def _to_bytes(tensors: dict[str, Any]) -> bytes:
-    buf = io.BytesIO()
+def _plain(value: Any) -> Any:
+    """`value` as data torch.load(weights_only=True) reads back: dicts, lists, numbers, strings, tensors."""
     import torch
 
-    torch.save({k: (v.detach().cpu() if isinstance(v, torch.Tensor) else v) for k, v in tensors.items()}, buf)
-    return buf.getvalue()
+    if type(value) is torch.Tensor:
+        return torch.Tensor.contiguous(torch.Tensor.cpu(torch.Tensor.detach(value))).clone()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return repr(value)
 
 
 def _redirect_output(log_path: str) -> None:
@@ -270,34 +448,137 @@ def _redirect_output(log_path: str) -> None:
     os.dup2(fd, 2)
 
 
+def _sticky_device_error(exc: BaseException) -> bool:
+    """A CUDA error that leaves the context unusable: the worker must be replaced after reporting it."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in ("illegal memory access", "CUDA error", "device-side assert", "unspecified launch failure",
+                                   "misaligned address", "AcceleratorError", "an illegal instruction"))  # fmt: skip
+
+
+class _Session:
+    """Everything the request loop needs: the spec, the submission, the guards and the device."""
+
+    def __init__(self, conn: Connection, slug: str, submission: str, device_name: str) -> None:
+        import torch
+
+        from autograder import integrity, timing  # timing binds the CUDA entry points before the submission loads
+        from autograder.spec import generator
+        from autograder.specs import load_spec
+
+        self.torch = torch
+        self.timing = timing
+        self.generator = generator
+        self.spec = load_spec(slug)
+        self.spec_module = sys.modules[f"autograder.specs.{slug}"]
+        self.device = torch.device(device_name)
+        self.submission_file = os.path.realpath(submission)
+        self.slug = slug
+        self.memory_limit: int | None = None
+        self.snapshots: dict[int, Any] = {}
+        _install_launch_hooks()
+        self.recorder = _make_recorder()
+        self.guard = integrity.Guard(self.submission_file)
+        self.guard.inside_triton = lambda: _WATCH is not None and _WATCH.in_triton > 0
+        self.integrity = integrity
+        self._send_bytes = conn.send_bytes  # bound now: a patched Connection class does not change it
+        self._save = torch.save
+        self._rehearse()
+        self.inductor_before = {m for m in sys.modules if m.startswith("torch._inductor")}
+
+    def _rehearse(self) -> None:
+        """Run, once, what every graded call runs, so the lazy imports it triggers (Dynamo's, which patch
+        torch.manual_seed and friends) happen before the snapshot rather than look like the submission's."""
+        global _WATCH
+        import torch._dynamo  # imported on the first dispatch-mode call anyway
+
+        torch._dynamo.config.disable = True  # torch.compile becomes a no-op: compiled code runs as eager ops
+
+        _WATCH = _Watch(self.submission_file)
+        try:
+            with self.recorder:
+                x = torch.empty(4, device=self.device).view(2, 2)
+                x.fill_(0.0).clone().cpu()
+            if self.device.type == "cuda":
+                torch.cuda.current_stream().cuda_stream
+                torch.cuda.synchronize()
+        finally:
+            _WATCH = None
+
+    def limit_memory(self) -> None:
+        torch = self.torch
+        if self.device.type == "cuda":
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
+            self.memory_limit = int(GPU_MEMORY_FRACTION * torch.cuda.get_device_properties(index).total_memory)
+        else:
+            self.memory_limit = self.integrity.limit_host_memory(HOST_MEMORY_BUDGET)
+
+    def arm(self) -> None:
+        """Install the guards and take the snapshot, as the last thing before the submission is imported."""
+        watched = self.integrity.watched_objects(self.spec_module, self.spec, {
+            "autograder.worker": sys.modules[__name__], "autograder.timing": self.timing,
+            "autograder.integrity": self.integrity, "Recorder": type(self.recorder),
+            "_Watch": _Watch, "JITFunction": sys.modules["triton.runtime.jit"].JITFunction,
+            "Autotuner": sys.modules["triton.runtime.autotuner"].Autotuner,
+        })  # fmt: skip
+        interp = sys.modules.get("triton.runtime.interpreter")
+        if interp is not None and hasattr(interp, "InterpretedFunction"):
+            watched["InterpretedFunction"] = interp.InterpretedFunction
+        # The grader's own modules leave sys.modules: `import autograder.worker` in a submission gets a fresh
+        # copy, not the running grader and its records (this process holds its references directly).
+        for name in [m for m in sys.modules if m == "autograder" or m.startswith("autograder.")]:
+            del sys.modules[name]
+        self.guard.install(watched)
+
+    def problems(self) -> list[str]:
+        found = self.guard.check()
+        compiled = [m for m in sys.modules if m.startswith("torch._inductor") and m not in self.inductor_before]
+        if any(m.endswith(("compile_fx", "graph", "codegen")) or ".codegen" in m for m in compiled):
+            sentence = (
+                "Your code used torch.compile (TorchInductor generated kernels for it): a graded call may run "
+                "only your own Triton kernels, written in kernels.py."
+            )
+            if sentence not in found:
+                found.append(sentence)
+        dynamo = sys.modules.get("torch._dynamo.config")
+        if dynamo is not None and not getattr(dynamo, "disable", True):
+            found.append("Your code switched torch.compile back on (torch._dynamo.config.disable): the grader keeps it off.")
+        return found
+
+    def send(self, reply: dict, request_id: Any) -> None:
+        reply = {**reply, "id": request_id, "problems": self.problems()}
+        buf = io.BytesIO()
+        self._save(_plain(reply), buf)
+        self._send_bytes(buf.getvalue())
+
+
 def main(conn: Connection, slug: str, submission: str, device_name: str, log_path: str) -> None:
+    try:
+        os.setsid()  # its own process group: the grader ends everything this process starts
+    except OSError:
+        pass
     _redirect_output(log_path)
     if device_name == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    import torch
-
-    from autograder import timing  # binds the CUDA timing entry points before the submission loads
-    from autograder.spec import generator
-    from autograder.specs import load_spec
-
-    global _WATCH
-    spec = load_spec(slug)
-    device = torch.device(device_name)
-    submission_file = os.path.realpath(submission)
-    _install_launch_hooks()
-    recorder = _make_recorder()
+    os.environ["TORCHDYNAMO_DISABLE"] = os.environ["TORCH_COMPILE_DISABLE"] = "1"  # and config.disable, below
+    session = _Session(conn, slug, submission, device_name)
+    session.limit_memory()
+    spec, torch = session.spec, session.torch
+    submission_file = session.submission_file
 
     sys.path.insert(0, str(Path(submission_file).parent))
     from course.loader import load_module
 
+    session.arm()
     module: ModuleType | None = None
     try:
         module = load_module(Path(submission_file), name=f"submission_{slug}")
     except BaseException as exc:  # noqa: BLE001  (a SystemExit at import time must not end the worker)
-        conn.send({"ok": False, "error": describe_import_error(exc, submission_file)})
+        problem = session.integrity.memory_problem(exc, session.memory_limit) or describe_import_error(exc, submission_file)
+        session.send({"ok": False, "error": problem}, "hello")
     else:
         problem = check_api(module, spec.api)
-        conn.send({"ok": not problem, "error": problem})
+        session.send({"ok": not problem, "error": problem}, "hello")
 
     while True:
         try:
@@ -306,29 +587,65 @@ def main(conn: Connection, slug: str, submission: str, device_name: str, log_pat
             return
         if request["op"] == "stop":
             return
+        request_id = request.get("id")
         if module is None:
-            conn.send({"status": "error", "message": "kernels.py did not import."})
+            session.send({"status": "error", "message": "kernels.py did not import."}, request_id)
             continue
         if request["op"] == "case":
-            conn.send(_run_case(spec, module, request, device, recorder, submission_file, generator))
+            reply = _run_case(session, module, request)
         elif request["op"] == "speed":
-            conn.send(_run_speed(spec, module, request, device, generator, timing))
+            reply = _run_speed(session, module, request)
+        elif request["op"] == "speed_outputs":
+            reply = {"status": "ok", "outputs": {str(r): session.snapshots.get(r) for r in request["reps"]}}
+            session.snapshots.clear()
+        else:
+            reply = {"status": "error", "message": f"unknown request {request['op']!r}"}
+        if session.device.type == "cuda":
+            torch.cuda.empty_cache()  # hand freed memory back: the grader computes references on this GPU too
+        session.send(reply, request_id)
+        if reply.get("restart"):
+            os._exit(3)  # the CUDA context is broken; the grader starts a fresh worker for the next case
 
 
-def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorder: Any, submission_file: str, generator: Any) -> dict:
-    import torch
+def _failure(session: _Session, exc: BaseException, task: str) -> dict:
+    problem = session.integrity.memory_problem(exc, session.memory_limit)
+    if problem:
+        return {"status": "error", "message": problem, "restart": session.device.type == "cuda"}
+    status, message = describe_call_error(exc, task, session.submission_file)
+    reply = {"status": status, "message": message}
+    if _sticky_device_error(exc):
+        reply["restart"] = True
+        reply["message"] = message + " (The GPU reported an error that ends the process: the next case starts a fresh one.)"
+    return reply
 
+
+def _watch_problems(session: _Session, watch: _Watch) -> dict:
+    guard = session.guard
+    forbidden = list(watch.forbidden)
+    forbidden += [f"{r} (reads tensor data into Python)" for r in guard.host_reads]
+    if watch.scalar_reads > MAX_SCALAR_READS:
+        forbidden.append(f".item() {watch.scalar_reads} times (computing in Python, value by value)")
+    guard.host_reads.clear()
+    return {"forbidden_ops": forbidden, "launches": watch.launches, "other_stream": watch.other_stream}
+
+
+def _run_case(session: _Session, module: ModuleType, request: dict) -> dict:
     global _WATCH
+    torch, spec, device = session.torch, session.spec, session.device
     part = spec.part(request["task"])
     params = request["params"]
-    inputs = part.make_inputs(params, generator(request["seed"], device), device)
+    try:
+        inputs = part.make_inputs(params, session.generator(request["seed"], device), device)
+    except BaseException as exc:  # noqa: BLE001  (e.g. a huge case refused by the memory limit)
+        return _failure(session, exc, part.task)
     before = {k: v.clone() for k, v in inputs.items()}
-    watch = _Watch(submission_file, frozenset(getattr(spec, "forbidden_ops", ())))
+    watch = _Watch(session.submission_file, refused=frozenset(getattr(spec, "forbidden_ops", ())))
+    if device.type == "cuda":
+        watch.stream = torch.cuda.current_stream().cuda_stream
     try:
         prepared = part.setup(module, inputs, params) if part.setup is not None else {}
     except BaseException as exc:  # noqa: BLE001
-        status, message = describe_call_error(exc, part.task, submission_file)
-        return {"status": status, "message": message}
+        return _failure(session, exc, part.task)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # torch.empty hands out NaN
     if device.type == "cuda":
@@ -336,65 +653,130 @@ def _run_case(spec: Any, module: ModuleType, request: dict, device: Any, recorde
         poison = torch.full((64 << 20,), float("nan"), device=device)
         del poison
     _WATCH = watch
+    session.guard.in_call = True
     try:
-        with recorder:
+        with session.recorder:
             outputs = part.call(module, {**inputs, **prepared}, params)
         if device.type == "cuda":
             torch.cuda.synchronize()
     except BaseException as exc:  # noqa: BLE001  (sys.exit in a submission must not end the worker)
-        _WATCH = None
-        torch.use_deterministic_algorithms(False)
-        status, message = describe_call_error(exc, part.task, submission_file)
-        return {"status": status, "message": message}
+        return _failure(session, exc, part.task)
     finally:
         _WATCH = None
+        session.guard.in_call = False
         torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = False
+    if not isinstance(outputs, dict):
+        return {"status": "error", "message": f"The spec's call returned {type(outputs).__name__}, not a dict of outputs."}
     changed = [k for k in inputs if not torch.equal(inputs[k].detach(), before[k])]
     out_of_bounds = watch.broken_fences()
     watch.fences.clear()
     meta = {
-        k: {"type": type(v).__name__, "device": v.device.type if isinstance(v, torch.Tensor) else ""}
+        k: {"type": _type_name(v), "device": v.device.type if isinstance(v, torch.Tensor) else ""}
         for k, v in outputs.items()
     }
     return {
         "status": "ok",
-        "outputs": _to_bytes({k: v for k, v in outputs.items() if isinstance(v, torch.Tensor)}),
+        "outputs": {k: v for k, v in outputs.items() if type(v) is torch.Tensor},
         "meta": meta,
-        "forbidden_ops": watch.forbidden,
-        "launches": watch.launches,
+        **_watch_problems(session, watch),
         "inputs_changed": changed,
         "out_of_bounds": out_of_bounds,
+        "output_problem": _exact_types(outputs) or shared_memory(outputs, {**inputs, **prepared}),
     }
 
 
-def _run_speed(spec: Any, module: ModuleType, request: dict, device: Any, generator: Any, timing: Any) -> dict:
+def _run_speed(session: _Session, module: ModuleType, request: dict) -> dict:
+    """Time the submission against the baseline on new inputs every call; keep every timed output."""
+    global _WATCH
+    torch, spec, device, timing = session.torch, session.spec, session.device, session.timing
     params = request["params"]
     sc = spec.speed[request["index"]]
     part = spec.part(request["task"])
     call = sc.call or spec.speed_call
     baseline = sc.baseline or spec.baseline
-    check = request["check_index"]
-    kept: dict[str, Any] = {}
-    try:
-        pool = [part.make_inputs(params, generator(s, device), device) for s in request["seeds"]]
+    session.snapshots.clear()
+    recorder = session.recorder
+
+    def make(seed: int) -> dict:
+        inputs = part.make_inputs(params, session.generator(seed, device), device)
         if part.setup is not None:  # the submission's offline step, outside the timed region
-            pool = [{**inputs, **part.setup(module, inputs, params)} for inputs in pool]
-    except BaseException as exc:  # noqa: BLE001
-        status, message = describe_call_error(exc, request["task"], "")
-        return {"status": status, "message": message}
-
-    def submission(i: int) -> None:
-        out = call(module, pool[i], params)
-        if i == check:
-            kept["out"] = out
+            inputs = {**inputs, **part.setup(module, inputs, params)}
+        return inputs
 
     try:
-        times = timing.time_interleaved(
-            {"submission": submission, "baseline": lambda i: baseline(pool[i], params)},
-            len(pool), request["reps"], device,
-        )  # fmt: skip
-        copy_gbps = timing.copy_bandwidth_gbps(device)
+        warm = [make(s) for s in request["warmup_seeds"]]
     except BaseException as exc:  # noqa: BLE001
-        status, message = describe_call_error(exc, request["task"], "")
-        return {"status": status, "message": message}
-    return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "outputs": _to_bytes(kept)}
+        return _failure(session, exc, request["task"])
+    seeds = request["seeds"]
+    stream = torch.cuda.current_stream().cuda_stream if device.type == "cuda" else None
+    timed = {"no_launch": 0, "other_stream": 0, "forbidden": [], "output_problem": ""}
+    keep_on_device = device.type != "cuda"
+    nan = float("nan")
+
+    def submission(inputs: dict) -> Any:
+        global _WATCH
+        watch = _Watch(session.submission_file, timed=True, refused=frozenset(getattr(spec, "forbidden_ops", ())))
+        watch.stream = stream
+        _WATCH = watch
+        session.guard.in_call = True
+        try:
+            with recorder:
+                out = call(module, inputs, params)
+        finally:
+            _WATCH = None
+            session.guard.in_call = False
+        return out, watch
+
+    def baseline_call(inputs: dict) -> Any:
+        return baseline(inputs, params), None
+
+    current: dict[str, Any] = {}
+
+    def timed_inputs(r: int) -> dict:
+        current.clear()  # the previous rep's inputs are dropped before the next are made
+        current["inputs"] = make(seeds[r])
+        return current["inputs"]
+
+    def after(name: str, r: int, result: Any) -> None:
+        """Right after the end event, on the same stream: keep the output, then poison what was returned."""
+        out, watch = result
+        tensors = _tensors_of(out)
+        if name == "submission" and r >= 0:
+            problems = _watch_problems(session, watch)
+            timed["no_launch"] += problems["launches"] == 0
+            timed["other_stream"] += problems["other_stream"]
+            timed["forbidden"] += [f for f in problems["forbidden_ops"] if f not in timed["forbidden"]]
+            outputs = {"output": tensors[0]} if tensors else {"output": out}
+            problem = _exact_types(outputs) or shared_memory(outputs, current.get("inputs", {}))
+            if problem and not timed["output_problem"]:
+                timed["output_problem"] = problem
+            if tensors and type(tensors[0]) is torch.Tensor and not problem:
+                session.snapshots[r] = torch.Tensor.clone(tensors[0])
+        for t in tensors:
+            # A freed output must not hand the next call an answer: neither the baseline's (the same
+            # inputs' result, when it ran first) nor the submission's own.
+            if type(t) is torch.Tensor and t.is_floating_point() and not shared_memory({"o": t}, current.get("inputs", {})):
+                torch.Tensor.fill_(t, nan)
+
+    def settle(r: int) -> None:
+        """After the synchronize: move kept outputs to host memory once they pass the device budget."""
+        if keep_on_device or r not in session.snapshots:
+            return
+        kept = sum(t.numel() * t.element_size() for t in session.snapshots.values() if t.device.type == "cuda")
+        if kept > CHECKED_OUTPUT_BUDGET:
+            session.snapshots[r] = session.snapshots[r].cpu()
+
+    try:
+        times = timing.time_calls(
+            {"submission": submission, "baseline": baseline_call}, warm, timed_inputs, len(seeds), device,
+            warmup_ms=request.get("warmup_ms", 100.0), min_warmup_calls=request.get("warmup_calls", 10),
+            after=after, settle=settle,
+        )  # fmt: skip
+        copy_gbps = timing.copy_bandwidth_gbps(device) if device.type == "cuda" else 0.0
+    except BaseException as exc:  # noqa: BLE001
+        session.snapshots.clear()
+        return _failure(session, exc, request["task"])
+    finally:
+        current.clear()
+    return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "timed": timed}

@@ -1,0 +1,343 @@
+"""The grader against cheating: every cheat in tests/submissions/cheats/, wrapped around each
+assignment's honest solution, fails with the sentence that names the defence that stopped it; the
+honest solution and honest variants pass every defence.
+
+To cover a new assignment, add one `Adaptor` line to ADAPTORS (its slug, one small CPU case, a small
+shape for its first speed case, and a PyTorch function per API name). Each cheat is graded on that one
+case (and, for the timing cheats, on the small speed case, timed on the CPU). The cheats whose defence
+depends on the assignment's call and outputs run for every assignment (about 30 s each here); those
+whose defence lives wholly in the worker run on the first assignment only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from autograder.checking import physical_floor
+from autograder.grade import AssignmentResult, CaseResult, Peaks, Selection, grade_assignment, speed_verdict
+from autograder.spec import SpeedCase
+from autograder.specs import SLUGS, load_spec
+from conftest import REPO_ROOT, SEED, SUBMISSIONS
+
+CHEATS = SUBMISSIONS / "cheats"
+REPS = 4  # timed calls per speed case in these tests: each checked, each on new inputs
+
+
+@dataclass(frozen=True)
+class Adaptor:
+    """How the generic cheats reach one assignment."""
+
+    slug: str
+    case: str  # the name of one small CPU-tier case of `task`
+    speed: dict = field(default_factory=dict)  # merged into its first speed case: a small float32 shape
+    # Python source of a dict: API function name -> a PyTorch function with the same signature (what a
+    # cheat computes the answer with).
+    torch_impl: str = "{}"
+    wrap: tuple[str, ...] = ()  # the API functions the cheats wrap (default: all; leave out e.g. a `prepare`)
+    task: str = ""  # the part `case` belongs to, and whose speed case is timed (default: the first part)
+
+
+# One line per assignment.
+ADAPTORS = [
+    Adaptor("rmsnorm", "(3x100) float32 eps=1e-06", {"shape": [5, 96], "dtype": "float32"},
+            "{'rmsnorm': lambda x, weight, eps=1e-6: torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)}"),
+]  # fmt: skip
+COVERED = [a for a in ADAPTORS if a.slug in SLUGS]
+BY_SLUG = {a.slug: a for a in COVERED}
+
+
+def test_every_assignment_has_an_adaptor() -> None:
+    assert sorted(BY_SLUG) == sorted(SLUGS), "add an Adaptor line for each assignment in ADAPTORS"
+
+
+# cheat -> (when it cheats, the status its case gets, a phrase of the message).
+# "case": the graded correctness call; "speed": the timed calls.
+CHEAT_RESULTS = {
+    "fallback_in_except": ("case", "failed", "computed with PyTorch"),
+    "alias_input": ("case", "failed", "shares memory with the input"),
+    "partial_write": ("case", "failed", "elements are NaN"),
+    "edit_inputs": ("case", "failed", "changed its input"),
+    "lazy_subclass": ("case", "failed", "a subclass of torch.Tensor"),
+    "cache_by_shape": ("speed", "failed", "timed calls launched none of your Triton kernels"),
+    "replay_after_warmup": ("speed", "failed", "The output of timed call"),
+    "branch_on_timing": ("speed", "failed", "The output of timed call"),
+    # Their defences do not depend on what the assignment computes: graded on the first assignment only.
+    "compile_reference": ("case", "failed", "computed with PyTorch"),
+    "reenable_compile": ("case", "failed", "switched torch.compile back on"),
+    "thread_compute": ("case", "error", "started a thread"),
+    "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
+    "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
+    "gc_tamper": ("case", "error", "searched the interpreter's objects with gc"),
+    "sys_modules_tamper": ("case", "failed", "computed with PyTorch"),
+    "patch_timers": ("case", "failed", "which the grader relies on"),
+    "swap_code": ("case", "error", "replaced `__code__` of synchronize"),
+    "endless_loop": ("case", "timeout", "took longer than 3 s"),
+    "huge_allocation": ("case", "error", "tried to allocate 4.0 TiB, more than the"),
+    "segfault": ("case", "error", "crashed with SIGSEGV"),
+    "sys_exit": ("case", "error", "called sys.exit(0)"),
+    "os_exit_in_timing": ("speed", "error", "exited with code 0"),
+}
+PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
+                  "cache_by_shape", "replay_after_warmup", "branch_on_timing"]  # fmt: skip
+MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
+MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT] if COVERED else []
+
+
+def cheat_source(slug: str, cheat: str) -> str:
+    """The honest solution of `slug` with the cheat appended and wrapped around every API function."""
+    adaptor = BY_SLUG[slug]
+    api = list(adaptor.wrap or load_spec(slug).api)
+    honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
+    header = (
+        f"\n\n# ---- cheat {cheat!r}, appended by tests/test_integrity.py ----\n"
+        f"import torch\nSLUG = {slug!r}\nAPI = {api!r}\nTORCH_IMPL = {adaptor.torch_impl}\n"
+    )
+    body = (CHEATS / f"{cheat}.py").read_text()
+    footer = "\nfor _name in API:\n    globals()[_name] = _cheat(globals()[_name], _name)\n"
+    return honest + header + body + footer
+
+
+_cache: dict[tuple, AssignmentResult] = {}
+
+
+def graded(slug: str, path: Path, speed: bool, timeout: float = 60.0) -> AssignmentResult:
+    key = (slug, str(path), speed, timeout)
+    if key not in _cache:
+        adaptor = BY_SLUG[slug]
+        task = adaptor.task or load_spec(slug).parts[0].task
+        selection = Selection(tasks={task}, names={adaptor.case}, speed=speed, max_speed_cases=1 if speed else 0,
+                              speed_params=adaptor.speed)  # fmt: skip
+        _cache[key] = grade_assignment(slug, path, "cpu", seed=SEED, timeout=timeout, reps=REPS, selection=selection,
+                                       import_timeout=120.0)  # fmt: skip
+    return _cache[key]
+
+
+def graded_cheat(slug: str, cheat: str, tmp_root: Path) -> AssignmentResult:
+    path = tmp_root / slug / cheat / "kernels.py"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(cheat_source(slug, cheat))
+    phase = CHEAT_RESULTS[cheat][0]
+    return graded(slug, path, speed=phase == "speed", timeout=3.0 if cheat == "endless_loop" else 60.0)
+
+
+@pytest.fixture(scope="session")
+def cheat_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cheats")
+
+
+def one(result: AssignmentResult, kind: str) -> CaseResult:
+    found = [c for c in result.cases if c.kind == kind]
+    assert len(found) == 1, [(c.name, c.kind, c.status) for c in result.cases]
+    return found[0]
+
+
+def test_every_cheat_file_is_in_the_table() -> None:
+    on_disk = {p.stem for p in CHEATS.glob("*.py")}
+    assert on_disk == set(CHEAT_RESULTS) | {"cache_by_content", "cache_by_data_ptr", "write_results"}
+
+
+@pytest.mark.parametrize(("slug", "cheat"), MATRIX)
+def test_cheat_fails_with_the_sentence_that_names_its_defence(slug: str, cheat: str, cheat_root: Path) -> None:
+    phase, status, phrase = CHEAT_RESULTS[cheat]
+    result = graded_cheat(slug, cheat, cheat_root)
+    correctness = one(result, "correctness")
+    if phase == "case":
+        assert (correctness.status, correctness.score) == (status, 0.0), correctness
+        assert phrase in correctness.message, correctness.message
+        assert "Traceback" not in correctness.message
+    else:
+        assert correctness.status == "passed", correctness  # it behaves while it is being checked ...
+        timed = one(result, "speed")
+        assert (timed.status, timed.score) == (status, 0.0), timed  # ... and is caught when it is timed
+        assert phrase in timed.message, timed.message
+
+
+def _timing_message_only(case: CaseResult) -> None:
+    """A speed case judged on its times alone: no defence had anything to say about it."""
+    assert case.status in ("passed", "failed") and case.extra, case
+    assert case.message.split(" ")[1] == "us,", case.message  # "12345.6 us, 0.01x eager PyTorch ..."
+
+
+@pytest.mark.parametrize("slug", [a.slug for a in COVERED])
+def test_the_honest_solution_passes_every_defence(slug: str) -> None:
+    result = graded(slug, REPO_ROOT / "solutions" / slug / "kernels.py", speed=True)
+    assert one(result, "correctness").status == "passed"
+    _timing_message_only(one(result, "speed"))  # on the CPU it is slow, and says so, nothing more
+
+
+@pytest.mark.parametrize("slug", [a.slug for a in COVERED[:1]])
+def test_a_content_cache_never_hits_because_no_two_calls_share_inputs(slug: str, cheat_root: Path) -> None:
+    path = cheat_root / slug / "cache_by_content" / "kernels.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(cheat_source(slug, "cache_by_content"))
+    result = graded(slug, path, speed=True)
+    assert one(result, "correctness").status == "passed"
+    _timing_message_only(one(result, "speed"))  # every timed call launched its kernels: the cache never hit
+
+
+@pytest.mark.parametrize("slug", [a.slug for a in COVERED[:1]])
+def test_an_address_cache_is_caught_whenever_it_hits(slug: str, cheat_root: Path) -> None:
+    """Whether a freed input's address comes back is up to the allocator (on a GPU it usually does):
+    a hit is caught, and without one the cheat is just the honest solution, timed as such."""
+    path = cheat_root / slug / "cache_by_data_ptr" / "kernels.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(cheat_source(slug, "cache_by_data_ptr"))
+    timed = one(graded(slug, path, speed=True), "speed")
+    if "launched none" in timed.message or "The output of timed call" in timed.message:
+        assert timed.score == 0.0
+    else:
+        _timing_message_only(timed)
+
+
+# Honest variants of the RMSNorm forward, shaped nothing like the solution: each passes odd sizes and
+# is timed without a word from any defence.
+HONEST_RMSNORM = ["honest_autotuned", "honest_reversed_order", "honest_inplace_own_output", "correct_minimal"]
+
+
+@pytest.mark.skipif("rmsnorm" not in SLUGS, reason="no rmsnorm spec")
+@pytest.mark.parametrize("name", HONEST_RMSNORM)
+def test_honest_rmsnorm_variants_pass_every_defence(name: str) -> None:
+    selection = Selection(tasks={"rmsnorm.forward"}, names={"(3x100) float32 eps=1e-06", "(2x5x129) float32 eps=1e-05",
+                          "(9x96) float32 eps=1e-05 scale=0.001"}, speed=True, max_speed_cases=1,
+                          speed_params={"shape": [5, 300], "dtype": "float32"})  # fmt: skip
+    result = grade_assignment("rmsnorm", SUBMISSIONS / "rmsnorm" / f"{name}.py", "cpu", seed=SEED, timeout=120.0,
+                              reps=REPS, selection=selection)  # fmt: skip
+    cases = [c for c in result.cases if c.kind == "correctness"]
+    assert len(cases) == 3 and all(c.status == "passed" for c in cases), [(c.name, c.message) for c in cases]
+    _timing_message_only(one(result, "speed"))
+
+
+@pytest.mark.skipif("rmsnorm" not in SLUGS, reason="no rmsnorm spec")
+def test_fake_results_are_neither_printed_nor_written(cheat_root: Path, tmp_path: Path) -> None:
+    slug = "rmsnorm"
+    cheat = cheat_root / slug / "write_results" / "kernels.py"
+    cheat.parent.mkdir(parents=True, exist_ok=True)
+    cheat.write_text(cheat_source(slug, "write_results"))
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", slug, "--submission", str(cheat), "--device", "cpu",
+         "--seed", str(SEED), "--json", str(out), "--skip-doctor", "--max-cases", "1"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "FORGED" not in proc.stdout + proc.stderr  # its prints went to the worker's log
+    time.sleep(2.0)  # longer than the delayed writer it tried to leave behind would wait
+    data = json.loads(out.read_text())
+    assert data["score"] == 0
+    messages = [t["output"] for t in data["tests"]]
+    assert all(f"opened {str(out)!r} for writing" in m for m in messages), messages
+
+
+# --------------------------------------------------------------------------------------------------
+# Defences tested without a worker
+# --------------------------------------------------------------------------------------------------
+
+SPEED = SpeedCase("t", {"shape": [1 << 20], "dtype": "bfloat16"}, 10, 8.0, lambda p: 4 << 20,
+                  flops=lambda p: 10**12)  # fmt: skip
+PEAKS = Peaks(copy_gbps=4000.0, matmul_tflops=700.0)
+
+
+def test_a_time_below_the_bandwidth_floor_is_a_measurement_error() -> None:
+    # 4 MiB moved in 0.5 us would be 8.4 TB/s: more than 1.5x the measured copy bandwidth.
+    score, status, message, _ = speed_verdict(SPEED, SPEED.params, {"submission": [5e-4] * 5, "baseline": [1.0] * 5}, 4000.0, PEAKS)
+    assert (score, status) == (0.0, "failed")
+    assert "below the physical floor" in message and "measurement error" in message
+
+
+def test_a_time_below_the_flop_floor_is_a_measurement_error() -> None:
+    # 1 TFLOP in 1 ms would be 1000 TFLOP/s: more than 1.5x the measured matmul rate (bandwidth is fine).
+    assert "1.5x the matmul rate" in physical_floor(1.0, 4 << 20, 10**12, 4000.0, 400.0)
+    assert physical_floor(2.0, 4 << 20, 10**12, 4000.0, 700.0) == ""
+
+
+def test_a_plausible_time_is_scored_as_usual() -> None:
+    score, status, message, extra = speed_verdict(SPEED, SPEED.params, {"submission": [1.5] * 5, "baseline": [15.0] * 5}, 4000.0, PEAKS)
+    assert (score, status) == (10.0, "passed") and extra["speedup"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("ms", [0.0, -1.0, float("nan")])
+def test_a_time_that_is_not_positive_is_refused(ms: float) -> None:
+    assert "not positive" in physical_floor(ms, 1, None, 4000.0, 700.0)
+
+
+def test_a_forged_reply_cannot_run_code_in_the_grader(tmp_path: Path) -> None:
+    """Replies are decoded with torch.load(weights_only=True): a pickle that would run code is refused."""
+    import pickle
+
+    from autograder.runner import decode_reply
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple:
+            return (Path.touch, (marker,))
+
+    assert decode_reply(pickle.dumps({"status": "ok", "x": Payload()}, protocol=2)) is None
+    assert not marker.exists()
+    assert decode_reply(b"garbage") is None
+
+
+def test_the_address_space_cap_refuses_a_huge_allocation_with_a_sentence() -> None:
+    code = (
+        "import torch\n"
+        "from autograder.integrity import limit_host_memory, memory_problem\n"
+        "cap = limit_host_memory(256 << 20)\n"
+        "try:\n"
+        "    torch.empty(1 << 30, dtype=torch.uint8)\n"  # 1 GiB, never touched: only the cap refuses it
+        "    print('allocated')\n"
+        "except BaseException as exc:\n"
+        "    print(memory_problem(exc, cap))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert "Your code tried to allocate 1.0 GiB, more than the 256.0 MiB a graded call may use." in proc.stdout, proc
+
+
+def test_a_launch_on_another_stream_is_counted() -> None:
+    from autograder import worker
+
+    watch = worker._Watch("/nowhere/kernels.py")
+    watch.stream = 1
+
+    def fn() -> None:
+        pass
+
+    fn.__code__ = fn.__code__.replace(co_filename="/nowhere/kernels.py")
+    streams = iter([1, 2])
+    watch.current_stream = lambda: next(streams)
+    watch.saw_launch(fn)
+    watch.saw_launch(fn)
+    assert (watch.launches, watch.other_stream) == (2, 1)
+
+
+def test_a_triton_kernel_from_another_file_is_refused() -> None:
+    from autograder import worker
+
+    watch = worker._Watch("/nowhere/kernels.py")
+
+    def _borrowed_kernel() -> None:
+        pass
+
+    watch.saw_launch(_borrowed_kernel)  # defined in this test file, not in the submission
+    assert watch.launches == 0
+    assert watch.forbidden == ["the Triton kernel _borrowed_kernel from test_integrity.py, not from your kernels.py"]
+
+
+def test_a_device_to_host_copy_is_refused() -> None:
+    from autograder import worker
+
+    class Fake:
+        def __init__(self, device: str) -> None:
+            self.device = type("D", (), {"type": device})()
+
+    watch = worker._Watch("/nowhere/kernels.py")
+    watch.saw_op("aten._to_copy.default", (Fake("cuda"),), Fake("cpu"))
+    watch.saw_op("aten.copy_.default", (Fake("cuda"), Fake("cpu")), None)  # host to device: fine
+    assert watch.forbidden == ["a copy from the GPU to the CPU (.cpu(), .to('cpu'), .tolist())"]
