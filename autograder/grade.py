@@ -150,7 +150,7 @@ def speed_points(speedup: float, target: float, points: float, zero_at: float = 
 def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, seeds: Seeds, reps: int,
            timeout: float) -> CaseResult:
     sc = spec.speed[index]
-    result = CaseResult(sc.task, sc.name, "failed", 0.0, sc.points, kind="speed")
+    result = CaseResult(sc.task, sc.name, "failed", 0.0, sc.points, kind="speed", bonus=sc.bonus)
     pool_seeds = [seeds.next() for _ in range(4)]
     check = secrets.randbelow(len(pool_seeds))
     try:
@@ -225,13 +225,15 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
         if tier == "cpu":
             result.note = "Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about GPU speed."
             for sc in spec.speed:
-                result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed"))
+                result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
+                                               bonus=sc.bonus))
         else:
             for index, sc in enumerate(spec.speed):
                 progress(f"{slug} · {sc.task} · timing {sc.name}")
                 if sc.task not in passed_tasks:
                     result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
-                                                   f"not timed: every correctness case of {sc.task} must pass first", kind="speed"))
+                                                   f"not timed: every correctness case of {sc.task} must pass first",
+                                                   kind="speed", bonus=sc.bonus))
                 else:
                     result.cases.append(_speed(spec, index, worker, device, seeds, reps, timeout))
     finally:
