@@ -30,10 +30,15 @@ class Tolerance:
     """An element passes when |out - ref| <= atol * scale + rtol * |ref|, with scale = mean(|ref|).
 
     Scaling atol by the output's typical magnitude keeps one table valid for outputs of any size.
+    With per_row, an element's scale is the larger of mean(|ref|) over its row (the last dimension) and
+    over the whole tensor: for outputs whose rows have magnitudes of their own, such as attention's (a
+    causal row averages as many values as its query sees keys, from one to thousands), rows far larger
+    than the average are judged against their own size; no row is judged more strictly than before.
     """
 
     rtol: float
     atol: float
+    per_row: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,7 @@ class SpeedCase:
     baseline: Callable[[Tensors, Params], Any] | None = None
     baseline_name: str = "eager PyTorch"
     zero_at: float = 1.0  # a library baseline (cuBLAS, SDPA) can earn partial points below 1.0x
+    bonus: bool = False  # counts towards the bonus (e.g. a bonus part's speed), not the main score
 
     @property
     def name(self) -> str:
@@ -122,8 +128,8 @@ class Assignment:
 
     def max_points(self, tier: str, bonus: bool) -> float:
         total = sum(p.points for p in self.parts if p.bonus == bonus and p.cases_for(tier))
-        if tier == "gpu" and not bonus:
-            total += sum(s.points for s in self.speed)
+        if tier == "gpu":
+            total += sum(s.points for s in self.speed if s.bonus == bonus)
         return total
 
 

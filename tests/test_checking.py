@@ -52,3 +52,20 @@ def test_meta_mismatches_are_sentences() -> None:
     assert "has shape (300,), but should have shape (3, 100)" in check_meta("y", t.view(-1), (3, 100), torch.float32, "cpu")
     assert "has dtype float16, but should have float32" in check_meta("y", t.half(), (3, 100), torch.float32, "cpu")
     assert check_meta("y", t, (3, 100), torch.float32, "cpu") == ""
+
+
+def test_a_per_row_tolerance_judges_large_rows_on_their_own_scale_and_small_ones_as_before() -> None:
+    ref = torch.ones(2, 100, dtype=torch.float64)
+    ref[0] *= 1e-3  # a row a thousand times smaller than the other; the tensor's mean is about 0.5
+    tensor, per_row = Tolerance(rtol=1e-2, atol=1e-2), Tolerance(rtol=1e-2, atol=1e-2, per_row=True)
+    big = ref.clone()
+    big[1] += 0.018  # 1.8% of its row: over 0.01 * 0.5 + 0.01 * 1, within 0.01 * 1 + 0.01 * 1
+    assert not compare("y", big, ref, tensor).ok
+    assert compare("y", big, ref, per_row).ok
+    small = ref.clone()
+    small[0] += 4e-3  # 400% of its row, but judged against the tensor's mean in both modes
+    assert compare("y", small, ref, tensor).ok and compare("y", small, ref, per_row).ok
+    worse = ref.clone()
+    worse[0] += 6e-3
+    verdict = compare("y", worse, ref, per_row)
+    assert not verdict.ok and "max(mean|ref| of its row, of the tensor)" in verdict.message
