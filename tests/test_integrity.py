@@ -48,6 +48,23 @@ class Adaptor:
 ADAPTORS = [
     Adaptor("rmsnorm", "(3x100) float32 eps=1e-06", {"shape": [5, 96], "dtype": "float32"},
             "{'rmsnorm': lambda x, weight, eps=1e-6: torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)}"),
+    Adaptor("fusion", "(3x333) float32", {"shape": [4, 256], "dtype": "float32"},
+            "{'gelu': lambda x: torch.nn.functional.gelu(x, approximate='tanh'), 'softmax': lambda x: torch.softmax(x, -1)}"),
+    Adaptor("coalescing", "(33x17) float32", {"shape": [64, 96], "dtype": "float32"},
+            "{'transpose': lambda x: x.t().contiguous()}"),
+    Adaptor("tiling", "(33x17x45) float32", {"shape": [32, 32, 32], "dtype": "float32"},
+            "{'matmul': lambda a, b: a @ b}"),
+    Adaptor("rope", "(2x3x7x24) float32", {"shape": [1, 2, 16, 32], "dtype": "float32"},
+            "{'rope': lambda x, cos, sin: torch.cat([x[..., :x.shape[-1] // 2] * cos - x[..., x.shape[-1] // 2:] * sin, "
+            "x[..., x.shape[-1] // 2:] * cos + x[..., :x.shape[-1] // 2] * sin], -1)}"),
+    Adaptor("swiglu", "(3x100) float32", {"shape": [4, 256], "dtype": "float32"},
+            "{'swiglu': lambda gate, up: torch.nn.functional.silu(gate) * up}"),
+    Adaptor("flash_attention", "(1x2x64x16) float32 causal=False", {"shape": [1, 2, 64, 16], "dtype": "float32"},
+            "{'flash_attention': lambda q, k, v, causal=False, scale=None: torch.nn.functional.scaled_dot_product_attention("
+            "q, k, v, is_causal=causal, scale=scale, enable_gqa=True)}"),
+    Adaptor("quant_matmul", "float32 M=3 K=64 N=5", {"M": 2, "K": 64, "N": 16, "dtype": "float32"},
+            "{'w8a16_matmul': lambda x, w, s: x @ (w.to(x.dtype) * s[:, None]).T}",
+            wrap=("w8a16_matmul",), task="quant_matmul.w8a16"),
 ]  # fmt: skip
 COVERED = [a for a in ADAPTORS if a.slug in SLUGS]
 BY_SLUG = {a.slug: a for a in COVERED}
@@ -84,6 +101,10 @@ CHEAT_RESULTS = {
     "sys_exit": ("case", "error", "called sys.exit(0)"),
     "os_exit_in_timing": ("speed", "error", "exited with code 0"),
 }
+# Where an assignment's own rule stops a cheat before the generic defence sees it: the transpose
+# assignment refuses every PyTorch copy, so the partial write (a copy of half the answer) never gets
+# as far as the NaN check.
+CAUGHT_EARLIER = {("coalescing", "partial_write"): "computed with PyTorch (aten.copy_)"}
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
                   "cache_by_shape", "replay_after_warmup", "branch_on_timing"]  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
@@ -147,6 +168,7 @@ def test_every_cheat_file_is_in_the_table() -> None:
 @pytest.mark.parametrize(("slug", "cheat"), MATRIX)
 def test_cheat_fails_with_the_sentence_that_names_its_defence(slug: str, cheat: str, cheat_root: Path) -> None:
     phase, status, phrase = CHEAT_RESULTS[cheat]
+    phrase = CAUGHT_EARLIER.get((slug, cheat), phrase)
     result = graded_cheat(slug, cheat, cheat_root)
     correctness = one(result, "correctness")
     if phase == "case":
