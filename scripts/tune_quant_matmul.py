@@ -40,12 +40,50 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 SOLUTION = REPO_ROOT / "solutions" / "quant_matmul" / "kernels.py"
-VARIANTS: dict[str, list[tuple[str, str]]] = {
-    # name -> [(text in the solution, replacement)]: variants made from the solution's source
+VARIANTS = {
+    # name -> [(text in the solution, replacement)]: the decoders with plain int -> float conversions
+    "i2f": [
+        ("""    lo = words | MAGIC  # nibbles 0..4 in bits 0..19, under the magic exponent
+    hi = (words >> 12) | MAGIC  # nibbles 5..7 moved to bits 8..19
+    return _planes_to_k(
+        _field(lo, 0x0000F, 8.0, 0), _field(lo, 0x000F0, 8.0, 4), _field(lo, 0x00F00, 8.0, 8),
+        _field(lo, 0x0F000, 8.0, 12), _field(lo, 0xF0000, 8.0, 16), _field(hi, 0x00F00, 8.0, 8),
+        _field(hi, 0x0F000, 8.0, 12), _field(hi, 0xF0000, 8.0, 16),
+    )  # fmt: skip""",
+         """    return _planes_to_k(
+        (words & 0xF).to(tl.float32) - 8.0, ((words >> 4) & 0xF).to(tl.float32) - 8.0,
+        ((words >> 8) & 0xF).to(tl.float32) - 8.0, ((words >> 12) & 0xF).to(tl.float32) - 8.0,
+        ((words >> 16) & 0xF).to(tl.float32) - 8.0, ((words >> 20) & 0xF).to(tl.float32) - 8.0,
+        ((words >> 24) & 0xF).to(tl.float32) - 8.0, ((words >> 28) & 0xF).to(tl.float32) - 8.0,
+    )"""),
+        ("""    e0 = tl.full((1, C), 1.0, tl.float32)
+    e1 = tl.full((1, C), 1.0 / 16, tl.float32)
+    e2 = tl.full((1, C), 1.0 / 256, tl.float32)
+    e3 = tl.full((1, C), 1.0 / 4096, tl.float32)
+    e4 = tl.full((1, C), 1.0 / 65536, tl.float32)
+    return _planes_to_k(e0, e1, e2, e3, e4, e2, e3, e4)""",
+         """    e0 = tl.full((1, C), 1.0, tl.float32)
+    return _planes_to_k(e0, e0, e0, e0, e0, e0, e0, e0)"""),
+        ("""    lo = (words ^ 0x8080) | MAGIC  # bytes 0 and 1 as b + 128; the magic exponent over bits 24..31
+    hi = ((words >> 16) ^ 0x8080) | MAGIC  # bytes 2 and 3, moved to bits 0..15
+    b0 = _field(lo, 0x00FF, 128.0, 0)
+    b1 = _field(lo, 0xFF00, 128.0, 8)
+    b2 = _field(hi, 0x00FF, 128.0, 0)
+    b3 = _field(hi, 0xFF00, 128.0, 8)
+    return _quads_to_k(b0, b1, b2, b3)""",
+         """    b0 = (words << 24 >> 24).to(tl.float32)
+    b1 = (words << 16 >> 24).to(tl.float32)
+    b2 = (words << 8 >> 24).to(tl.float32)
+    b3 = (words >> 24).to(tl.float32)
+    return _quads_to_k(b0, b1, b2, b3)"""),
+        ("""    one = tl.full((1, C), 1.0, tl.float32)
+    low = tl.full((1, C), 1.0 / 256, tl.float32)
+    return _quads_to_k(one, low, one, low)""",
+         """    one = tl.full((1, C), 1.0, tl.float32)
+    return _quads_to_k(one, one, one, one)"""),
+    ],
 }
 _modules: dict[str, Any] = {}
-_TABLE_PATH = REPO_ROOT / "results" / "h200" / "quant_matmul_configs.json"
-PREVIOUS_TABLE: dict = json.loads(_TABLE_PATH.read_text()) if _TABLE_PATH.exists() else {}
 
 
 def variant_path(name: str, out: Path) -> Path:
@@ -192,50 +230,64 @@ def sweep_jobs(quick: bool, smoke: bool) -> list[dict]:
                      "module": mod, "repeat": 3})
 
     if smoke:
-        add(4, "gemv", gemv(16, 256, 4, 4), 1, 512, 40)
-        add(4, "gemv", gemv(16, 256, 4, 4), 3, 512, 40)
-        add(4, "dot", dot(64, 16, 128, 4, 3, 2, True), 3, 512, 40)
-        add(8, "gemv", gemv(16, 512, 4, 4), 1, 300, 40)
-        add(8, "dot", dot(64, 16, 128, 4, 3, 2, True), 5, 300, 40)
+        add(4, "gemv", gemv(16, 128, 4, 4), 1, 512, 40)
+        add(4, "gemv", gemv(16, 128, 4, 4), 1, 512, 40, mod="i2f")
+        add(4, "dot", dot(16, 16, 128, 4, 3, 2, False), 3, 512, 40)
+        add(4, "dot", dot(16, 16, 128, 4, 3, 2, False), 1, 512, 40)
+        add(8, "gemv", gemv(16, 128, 4, 4), 1, 300, 40)
+        add(8, "gemv", gemv(16, 128, 4, 4), 1, 300, 40, mod="i2f")
+        add(8, "dot", dot(16, 16, 64, 4, 3, 2, False), 5, 300, 40)
         return jobs
 
+    def per_thread(bn: int, bk: int, warps: int) -> int:  # decoded weights each thread holds per step
+        return bn * bk // (32 * warps)
+
     w4_shapes = [(4096, 14336), (4096, 4096), (14336, 4096)]  # (K, N)
-    # W4A16 GEMV (all rows in one program) at M = 1 on all three shapes, at M = 2, 4, 8 on the largest:
-    # steps of 32 to 128 words (128 to 512 contiguous bytes a row), partial sums kept <= 128 per thread
-    for bn, bk, warps, stages in itertools.product([8, 16, 32, 64], [256, 512, 1024], [2, 4, 8], [2, 4]):
-        words_per_thread = bn * (bk // 8) // (32 * warps)
-        if not 4 <= words_per_thread <= 32:
+    # W4A16 GEMV at M = 1 on all three shapes, and at M = 2 and 4 (one program per row) against the dot kernel
+    # (steps of 256 codes would read 128 contiguous bytes per row, but spill registers in this kernel:
+    # 65 to 249 spilled registers in the SASS for 1 to 4 warps)
+    for bn, bk, warps in itertools.product([16, 32, 64, 128], [64, 128], [1, 2, 4]):
+        if not 32 <= per_thread(bn, bk, warps) <= 128 or (quick and warps != 2):
             continue
-        for m in (1, 2, 4, 8):
-            if m * words_per_thread > 64:
-                continue
-            shapes = w4_shapes if m == 1 else w4_shapes[:1]
-            for (k, n), per_sm in itertools.product(shapes, [1, 2, 4, 8]):
-                add(4, "gemv", gemv(bn, bk, warps, per_sm, stages), m, k, n)
-    # W4A16 dot kernel by M: eight tensor-core products a step, one per nibble plane
-    for m in MS[1:]:
+        for (k, n), per_sm in itertools.product(w4_shapes, [2, 4, 8, 16, 32]):
+            add(4, "gemv", gemv(bn, bk, warps, per_sm), 1, k, n)
+        for m in (2, 4):
+            add(4, "gemv", gemv(bn, bk, warps, 8), m, 4096, 14336)
+    for bn, warps in ((32, 1), (64, 2)):  # what the exact-float decoding buys
+        for (k, n), per_sm in itertools.product(w4_shapes[:2], [4, 8, 16]):
+            add(4, "gemv", gemv(bn, 128, warps, per_sm), 1, k, n, mod="i2f")
+    # W4A16 dot kernel by M: 16-bit or tf32 operands, tile, warps, pipelining depth, split
+    for m in MS:
         bms = sorted({min(block_m_for(m), 128)} | ({64} if m >= 128 else set()))
-        for bm, bn, bk, warps, stages in itertools.product(bms, [64, 128], [128, 256], [4, 8], [2, 3, 4]):
-            if bn * bm // (32 * warps) > 128 or bn * (bk // 8) // (32 * warps) > 32:
-                continue
-            shapes = w4_shapes if m == 16 else w4_shapes[:2] if m == 64 else w4_shapes[:1]
-            for (k, n), per_sm in itertools.product(shapes, [1, 2, 4, 8]):
-                add(4, "dot", dot(bn, bm, bk, warps, stages, per_sm, True), m, k, n)
-    # W8A16 GEMV at M = 1 (and 2, 4 against the dot kernel's committed settings)
-    for bn, bk, warps, stages in itertools.product([8, 16, 32], [512, 1024, 2048], [2, 4, 8], [2, 4]):
-        words_per_thread = bn * (bk // 4) // (32 * warps)
-        if not 4 <= words_per_thread <= 32:
+        for bm in bms:
+            grid = [(bn, w, st, d16) for bn in (64, 128) for w in (4, 8) for st in (2, 3) for d16 in (True, False)]
+            if quick:
+                grid = [(128, 4, 3, True), (128, 4, 3, False), (64, 4, 3, True)]
+            if m == 1:
+                grid = [g for g in grid if g[2] == 3]
+            for (bn, warps, stages, d16), per_sm in itertools.product(grid, [1, 2, 4]):
+                if per_thread(bn, 128, warps) > 128 or bn * bm // (32 * warps) > 128:
+                    continue
+                shapes = w4_shapes if m == 16 else w4_shapes[:2] if m in (1, 64) else w4_shapes[:1]
+                for k, n in shapes:
+                    add(4, "dot", dot(bn, bm, 128, warps, stages, per_sm, d16), m, k, n)
+    # W8A16 GEMV at M = 1, and the dot kernel by M
+    for bn, bk, warps in itertools.product([16, 32, 64], [128, 256, 512], [1, 2, 4]):
+        if not 32 <= per_thread(bn, bk, warps) <= 128 or (quick and warps != 2):
             continue
-        for m in (1, 2, 4):
-            if m * words_per_thread > 64:
+        for (k, n), per_sm in itertools.product([(4096, 14336), (4096, 4096)], [2, 4, 8, 16]):
+            add(8, "gemv", gemv(bn, bk, warps, per_sm), 1, k, n)
+        for m in (2, 4):
+            add(8, "gemv", gemv(bn, bk, warps, 8), m, 4096, 14336)
+    for bn, bk, warps in ((32, 256, 2), (16, 256, 1)):
+        for per_sm in (4, 8, 16):
+            add(8, "gemv", gemv(bn, bk, warps, per_sm), 1, 4096, 14336, mod="i2f")
+    for m in MS[1:]:
+        bm = min(block_m_for(m), 128)
+        for bn, warps, d16, per_sm in itertools.product([64, 128], [4, 8], [True, False], [1, 2, 4]):
+            if per_thread(bn, 128, warps) > 128 or bn * bm // (32 * warps) > 128:
                 continue
-            shapes = [(4096, 14336), (4096, 4096)] if m == 1 else [(4096, 14336)]
-            for (k, n), per_sm in itertools.product(shapes, [1, 2, 4, 8]):
-                add(8, "gemv", gemv(bn, bk, warps, per_sm, stages), m, k, n)
-    old = json.loads((REPO_ROOT / "results" / "h200" / "quant_matmul_configs.json").read_text())["w8"]
-    for m in (2, 4, 8):
-        if old.get(str(m), {}).get("path") == "dot":
-            add(8, "dot", old[str(m)]["cfg"], m, 4096, 14336)
+            add(8, "dot", dot(bn, bm, 128, warps, 3, per_sm, d16), m, 4096, 14336)
     return jobs
 
 
@@ -250,7 +302,7 @@ def priority(job: dict) -> int:
         return 6
     if job["bits"] == 4 and job["path"] == "gemv":
         return 0
-    if job["bits"] == 4 and job["M"] in (2, 4, 8, 16, 64):
+    if job["bits"] == 4 and job["M"] in (16, 64):
         return 1
     if job["bits"] == 8 and job["path"] == "gemv":
         return 2
@@ -318,11 +370,7 @@ def choose_table(timed: list[dict], gpu: str) -> dict:
                 path, cfg = json.loads(best)
                 entries[str(m)] = {"path": path, "cfg": cfg,
                                    "us": {f"{r['K']}x{r['N']}": round(r["ms"] * 1e3, 2) for r in by_cfg[best]}}
-        committed = PREVIOUS_TABLE.get(f"w{bits}", {})
-        for m in MS:  # buckets the sweep left out (the W8A16 dot kernel's) keep their committed settings
-            if str(m) not in entries and str(m) in committed:
-                entries[str(m)] = committed[str(m)]
-        table[f"w{bits}"] = dict(sorted(entries.items(), key=lambda e: int(e[0])))
+        table[f"w{bits}"] = entries
     return table
 
 
@@ -336,8 +384,8 @@ def main() -> int:
     ap.add_argument("--write-table", action="store_true",
                     help="write the chosen settings to results/h200/quant_matmul_configs.json (which the solution reads)")
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--compile-budget", type=float, default=70.0, help="seconds from the start for compiling and checking")
-    ap.add_argument("--time-budget", type=float, default=120.0, help="seconds from the start for the sweep's timing")
+    ap.add_argument("--compile-budget", type=float, default=95.0, help="seconds from the start for compiling and checking")
+    ap.add_argument("--time-budget", type=float, default=140.0, help="seconds from the start for the sweep's timing")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -469,7 +517,7 @@ def main() -> int:
 def fmt_cfg(r: dict) -> str:
     c = r["cfg"]
     if r["path"] == "gemv":
-        s = f"gemv bn{c['block_n']} bk{c['block_k']} w{c['num_warps']} s{c.get('num_stages', 3)} p{c['programs_per_sm']}"
+        s = f"gemv bn{c['block_n']} bk{c['block_k']} w{c['num_warps']} p{c['programs_per_sm']}"
     else:
         s = (f"dot bn{c['block_n']} bm{c['block_m']} bk{c['block_k']} w{c['num_warps']} s{c['num_stages']} "
              f"p{c['programs_per_sm']} {'f16' if c['dot_16bit'] else 'tf32'}")
@@ -484,7 +532,8 @@ def report(timed: list[dict], by_m: list[dict], table: dict) -> None:
         best = " | ".join(f"{r['ms'] * 1e3:6.1f} {fmt_cfg(r)}" for r in rows[:3])
         print(f"W{key[0]} M={key[1]:<3} K={key[2]:<5} N={key[3]:<5}: {best}")
         for label, pick in (("gemv", lambda r: r["path"] == "gemv" and r["module"] == "solution"),
-                            ("dot", lambda r: r["path"] == "dot"),
+                            ("dot tf32", lambda r: r["path"] == "dot" and not r["cfg"]["dot_16bit"]),
+                            ("dot 16-bit", lambda r: r["path"] == "dot" and r["cfg"]["dot_16bit"]),
                             ("i2f", lambda r: r["module"] == "i2f")):
             sub = [r for r in rows if pick(r)]
             if sub and sub[0] is not rows[0]:

@@ -57,6 +57,15 @@ def _field(word_magic, mask: tl.constexpr, zero: tl.constexpr, bit: tl.constexpr
 
 
 @triton.jit
+def _planes_to_k(p0, p1, p2, p3, p4, p5, p6, p7):
+    """Eight (R, C) planes -> (R, 8C) with plane i of column j at 8j + i."""
+    # tl.join stacks along a new last axis, so element [r, j, a, b, c] of this (R, C, 2, 2, 2) tensor is
+    # plane 4a + 2b + c, and the row-major reshape puts it at 8j + 4a + 2b + c
+    w = tl.join(tl.join(tl.join(p0, p4), tl.join(p2, p6)), tl.join(tl.join(p1, p5), tl.join(p3, p7)))
+    return tl.reshape(w, (p0.shape[0], p0.shape[1] * 8))
+
+
+@triton.jit
 def _quads_to_k(p0, p1, p2, p3):
     """Four (R, C) planes -> (R, 4C) with plane i of column j at 4j + i."""
     w = tl.join(tl.join(p0, p2), tl.join(p1, p3))
@@ -180,101 +189,67 @@ def _w8_unscale(BLOCK_K: tl.constexpr, WORDS: tl.constexpr):
 
 
 @triton.jit
-def _exact_code(word_magic, bit: tl.constexpr, FIELD: tl.constexpr, ZERO: tl.constexpr):
-    """The field (word >> bit) & FIELD minus ZERO, exactly, as float32, given word_magic = word | MAGIC
-    (fields at bits 0..22). One AND and one FMA: the float with the field OR-ed into 2**23's mantissa is
-    2**23 + v * 2**bit; times 2**-bit (exact) minus (2**(23 - bit) + ZERO) leaves v - ZERO exactly."""
-    f = (word_magic & (MAGIC | (FIELD << bit))).to(tl.float32, bitcast=True)
-    return f * (1.0 / (1 << bit)) - (TWO_23 / (1 << bit) + ZERO)
-
-
-@triton.jit
-def _int8_plane(words, b: tl.constexpr):
-    """(R, C) int32 words -> byte b of each as its signed value, float32, exactly: the weights at k = 4j + b."""
-    ### BEGIN SOLUTION quant_matmul.w8a16
-    #> Flip the byte's sign bit (XOR 0x80 at its position) so that it reads as w + 128 in 0..255, then
-    #> _exact_code with ZERO = 128. _exact_code reads fields at bits 0..22: shift the word right by 16
-    #> first for bytes 2 and 3.
-    if b < 2:
-        code = _exact_code((words ^ 0x8080) | MAGIC, 8 * b, 0xFF, 128.0)
-    else:
-        code = _exact_code(((words >> 16) ^ 0x8080) | MAGIC, 8 * b - 16, 0xFF, 128.0)
-    return code
-    ### END SOLUTION
-
-
-@triton.jit
 def _w8a16_gemv_kernel(
     x_ptr,  # (M, K) activations
-    w_ptr,  # (N, K // 4) int32 words when PER_WORD == 4, else (N, K) int8
+    w_ptr,  # (N, K // 4) int32 words when WORDS, else (N, K) int8
     s_ptr,  # (N,) per-channel scales
     y_ptr,  # (M, N) output, x's dtype
     part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
-    lock_ptr,  # (cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    lock_ptr,  # (M * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
     M,
     N,
-    n_units,  # units (words or bytes) per row: K // PER_WORD
+    K,
     stride_xm,
-    stride_wn,  # units between rows of w
+    stride_wn,  # elements of w_ptr's type between rows
     stride_ym,
-    units_per_split,  # a multiple of BLOCK_W: program (., p) reduces units [p * units_per_split, ...)
-    PER_WORD: tl.constexpr,  # weights per unit: 4 (int32 words, K % 4 == 0) or 1 (bytes)
-    ROWS: tl.constexpr,  # activation rows per program, a power of two >= M: each weight is decoded once
-    BLOCK_N: tl.constexpr,  # output channels per program
-    BLOCK_W: tl.constexpr,  # units per row per step
-    EVEN: tl.constexpr,  # every step is whole: no load needs a mask
+    k_per_split,  # a multiple of BLOCK_K: program (., p, .) reduces k in [p * k_per_split, (p + 1) * k_per_split)
+    BLOCK_N: tl.constexpr,  # output channels (rows of w) per program
+    BLOCK_K: tl.constexpr,  # weights per row per step
+    WORDS: tl.constexpr,  # read w as int32 words (K % 4 == 0)
+    EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: no step needs a mask
     SPLIT: tl.constexpr,
 ):
-    """Grid (cdiv(N, BLOCK_N), n_splits): program (i, p) computes y[:, i*BLOCK_N : (i+1)*BLOCK_N] over its
-    slice of K for all M (<= ROWS) rows. Decoding one token is a GEMV: every weight is used once, so this
-    is a race to stream w through the SMs; the arithmetic runs on CUDA cores, in float32.
-
-    No interleaving: byte b of word j is k = 4j + b, so y = sum_b plane_b @ x[b::4]. Each plane is
-    multiplied by the activations it meets (a strided load of x, tiny and cached) where it was decoded."""
+    """Grid (cdiv(N, BLOCK_N), n_splits, M): program (i, p, m) computes y[m, i*BLOCK_N : (i+1)*BLOCK_N]
+    over its K slice. One token's product is a GEMV: every weight is used once, so this is a race to
+    stream w through the SMs; the arithmetic runs on CUDA cores, in float32."""
     ### BEGIN SOLUTION quant_matmul.w8a16
-    #> Walk the slice in steps of BLOCK_W units: load a (BLOCK_N, BLOCK_W) tile of w (wide, contiguous
-    #> rows), and for each of its PER_WORD planes (_int8_plane for words, _decode_int8 for bytes) load
-    #> the activations x[r, PER_WORD * j + b] as a (ROWS, BLOCK_W) tile and add plane * x into a
-    #> (ROWS, BLOCK_N, BLOCK_W) float32 sum (broadcast the plane over rows, x over channels). Reduce it
-    #> over the step into a (ROWS, BLOCK_N) accumulator, multiply by the channels' scales after the loop
-    #> and finish with _finish_tile: y[r, n] at y_ptr + r * stride_ym + n, its partials at
-    #> part_ptr + r * N + n, the tile's counter at lock_ptr + program_id(0), split stride M * N.
+    #> Walk the K slice in steps of BLOCK_K: load a tile of w with _load_w8_tile, decode it with
+    #> _decode_w8_tile to (BLOCK_N, BLOCK_K) float32, load the matching activations of row m, and add
+    #> tl.sum(w * x[None, :], axis=1) into a (BLOCK_N,) float32 accumulator. Load the next step's tile
+    #> before decoding this one, so that its bytes are in flight while this step computes. Multiply by
+    #> the channels' scales after the loop, and finish with _finish_tile (it handles SPLIT): y[m, n]
+    #> lives at y_ptr + m * stride_ym + n, its partials at part_ptr + m * N + n, its counter at
+    #> lock_ptr + m * num_programs(0) + program_id(0).
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
+    m = tl.program_id(2).to(tl.int64)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     n_mask = offs_n < N
-    offs_r = tl.arange(0, ROWS)
-    r_mask = offs_r < M
-    # rows of w past N and of x past M re-read the last one (never stored), so loads need no row mask;
+    # rows past N re-read row N - 1 (their results are never stored), so loads need no row mask;
     # int64: row * stride passes 2**31 on big layers
-    w_rows = w_ptr + tl.minimum(offs_n, N - 1).to(tl.int64)[:, None] * stride_wn  # (BLOCK_N, 1)
-    x_rows = x_ptr + tl.minimum(offs_r, M - 1).to(tl.int64)[:, None] * stride_xm  # (ROWS, 1)
-    u_start = pid_k * units_per_split
-    u_end = tl.minimum(u_start + units_per_split, n_units)
-    acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
-    for u0 in range(u_start, u_end, BLOCK_W):
-        offs_u = u0 + tl.arange(0, BLOCK_W)
-        if EVEN:
-            w = tl.load(w_rows + offs_u[None, :])  # (BLOCK_N, BLOCK_W)
+    w_rows = w_ptr + tl.minimum(offs_n, N - 1).to(tl.int64)[:, None] * stride_wn
+    x_row = x_ptr + m * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = _w8_unscale(BLOCK_K, WORDS)  # (1, BLOCK_K)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    tile = _load_w8_tile(w_rows, k_start, k_end, BLOCK_K, WORDS, EVEN_K)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        # Software pipelining by hand: the next step's weights are requested before this step's math
+        # (the last step re-requests the first, which is in bounds and cached, instead of a mask)
+        k_next = tl.where(k0 + BLOCK_K < k_end, k0 + BLOCK_K, k_start)
+        following = _load_w8_tile(w_rows, k_next, k_end, BLOCK_K, WORDS, EVEN_K)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            x = tl.load(x_row + k)
         else:
-            w = tl.load(w_rows + offs_u[None, :], mask=(offs_u < u_end)[None, :], other=0)
-        t = tl.zeros([ROWS, BLOCK_N, BLOCK_W], dtype=tl.float32)
-        for b in tl.static_range(PER_WORD):
-            if PER_WORD == 1:
-                plane = _decode_int8(w)
-            else:
-                plane = _int8_plane(w, b)
-            k = PER_WORD * offs_u + b
-            if EVEN:
-                x = tl.load(x_rows + k[None, :])  # (ROWS, BLOCK_W)
-            else:
-                x = tl.load(x_rows + k[None, :], mask=(offs_u < u_end)[None, :], other=0.0)
-            t += plane[None, :, :] * x.to(tl.float32)[:, None, :]
-        acc += tl.sum(t, axis=2)
-    acc = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[None, :]  # the scale factors out
-    _finish_tile(acc, y_ptr + offs_r[:, None] * stride_ym + offs_n[None, :],
-                 part_ptr + offs_r[:, None] * N + offs_n[None, :], r_mask[:, None] & n_mask[None, :],
-                 lock_ptr + pid_n, M * N, SPLIT)
+            x = tl.load(x_row + k, mask=k < k_end, other=0.0)
+        acc += tl.sum(_decode_w8_tile(tile, WORDS) * (x.to(tl.float32)[None, :] * unscale), axis=1)
+        tile = following
+    out = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)  # the scale factors out of the sum
+    tile_id = m * tl.num_programs(0) + pid_n
+    _finish_tile(out, y_ptr + m * stride_ym + offs_n, part_ptr + m * N + offs_n, n_mask, lock_ptr + tile_id,
+                 M * N, SPLIT)
     ### END SOLUTION
 
 
@@ -351,27 +326,56 @@ def _w8a16_dot_kernel(
 #
 # The kernels read w_packed as 32-bit words, w_packed.view(torch.int32), shape (N, K // 8): the nibble at
 # bits 4i..4i+3 of word j of row n is the code of k = 8j + i (bytes are little-endian, and each byte holds
-# the even k in its low nibble). Nothing is re-interleaved into k order: nibble i of every word forms a
-# "plane" (N, K // 8) that meets only the activations x[8j + i], so
-#     y[n] = sum_g scale[n, g] * sum_i sum_{j in group g} plane_i[n, j] * x[8j + i].
-# The planes are decoded where they sit and multiplied by strided slices of x (tiny loads, cached).
+# the even k in its low nibble). A (BLOCK_N, BLOCK_W) tile of words holds BLOCK_K = 8 * BLOCK_W weights
+# per row; _decode_nibbles turns it into a (BLOCK_N, BLOCK_K) float32 tile in k order.
 # --------------------------------------------------------------------------------------------------
 
 
 @triton.jit
-def _nibble_plane(words, i: tl.constexpr):
-    """(R, C) int32 words -> nibble i of each, minus the zero point 8, as float32, exactly: q - 8 for the
-    weights at k = 8j + i."""
+def _decode_nibbles(words):
+    """(R, C) int32 words -> (R, 8C) float32 weights before scaling, (q - 8) * 16**e, in k order (k = 8j + i):
+    each nibble is decoded where it sits in its word, so nibble i comes times 16**e with e = i for
+    i <= 4 and i - 3 above. Multiply the activations by _nibble_unscale to undo it."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> The simple way: ((words >> (4 * i)) & 0xF).to(tl.float32) - 8.0. The fast way is _exact_code
-    #> (an AND and an FMA, no int -> float conversion): OR MAGIC into the word and read nibbles 0..4 in
-    #> place (bits 0..19); shift the word right by 12 first for nibbles 5..7.
-    if i < 5:
-        code = _exact_code(words | MAGIC, 4 * i, 0xF, 8.0)
-    else:
-        code = _exact_code((words >> 12) | MAGIC, 4 * i - 12, 0xF, 8.0)
-    return code
+    #> Nibble i of word j is the code q of k = 8j + i. Decode each of the 8 nibble planes to float32 and
+    #> interleave them with _planes_to_k. The simple way: ((words >> (4 * i)) & 0xF).to(tl.float32) - 8.0
+    #> (and _nibble_unscale then returns ones). The fast way is _field: OR MAGIC into the word once and
+    #> read nibbles 0..4 in place (bits 0..19); shift the word right by 12 once for nibbles 5..7.
+    lo = words | MAGIC  # nibbles 0..4 in bits 0..19, under the magic exponent
+    hi = (words >> 12) | MAGIC  # nibbles 5..7 moved to bits 8..19
+    return _planes_to_k(
+        _field(lo, 0x0000F, 8.0, 0), _field(lo, 0x000F0, 8.0, 4), _field(lo, 0x00F00, 8.0, 8),
+        _field(lo, 0x0F000, 8.0, 12), _field(lo, 0xF0000, 8.0, 16), _field(hi, 0x00F00, 8.0, 8),
+        _field(hi, 0x0F000, 8.0, 12), _field(hi, 0xF0000, 8.0, 16),
+    )  # fmt: skip
     ### END SOLUTION
+
+
+@triton.jit
+def _nibble_unscale(C: tl.constexpr):
+    """(1, 8C) float32: what each activation is multiplied by to undo _decode_nibbles' factors 16**e."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> One value per k = 8j + i, in the layout _decode_nibbles returns: 16**-e for nibble i, as eight
+    #> (1, C) planes from tl.full, interleaved with _planes_to_k.
+    e0 = tl.full((1, C), 1.0, tl.float32)
+    e1 = tl.full((1, C), 1.0 / 16, tl.float32)
+    e2 = tl.full((1, C), 1.0 / 256, tl.float32)
+    e3 = tl.full((1, C), 1.0 / 4096, tl.float32)
+    e4 = tl.full((1, C), 1.0 / 65536, tl.float32)
+    return _planes_to_k(e0, e1, e2, e3, e4, e2, e3, e4)
+    ### END SOLUTION
+
+
+@triton.jit
+def _load_words(w_rows, k0, k_end, BLOCK_W: tl.constexpr, EVEN_K: tl.constexpr):
+    """The (BLOCK_N, BLOCK_W) words holding k0 .. k0 + 8 * BLOCK_W of the rows w_rows points to. Rows are
+    clamped in bounds by the caller; with EVEN_K every step is whole and needs no mask."""
+    offs = k0 // 8 + tl.arange(0, BLOCK_W)
+    if EVEN_K:
+        words = tl.load(w_rows + offs[None, :])
+    else:
+        words = tl.load(w_rows + offs[None, :], mask=(8 * offs < k_end)[None, :], other=0)  # K % 8 == 0: whole words
+    return words
 
 
 @triton.jit
@@ -381,71 +385,64 @@ def _w4a16_gemv_kernel(
     s_ptr,  # (N, K // G) scales
     y_ptr,  # (M, N) output, x's dtype
     part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
-    lock_ptr,  # (cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    lock_ptr,  # (M * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
     M,
     N,
-    n_words,  # K // 8
+    K,
     stride_xm,
     stride_wn,  # words between rows of w (K // 8 for a contiguous w_packed)
     stride_sn,  # scales between rows (K // G)
     stride_ym,
-    words_per_split,  # a multiple of BLOCK_W
+    k_per_split,  # a multiple of BLOCK_K
     GROUP_SIZE: tl.constexpr,  # weights per scale along K, a multiple of 8
-    UNIT_W: tl.constexpr,  # words per unit: a power of two dividing GROUP_SIZE // 8 (a unit lies in one group)
-    ROWS: tl.constexpr,  # activation rows per program, a power of two >= M: each weight is decoded once
     BLOCK_N: tl.constexpr,  # output channels per program
-    BLOCK_W: tl.constexpr,  # words per row per step (8 * BLOCK_W weights), a multiple of UNIT_W
-    EVEN: tl.constexpr,  # every step is whole: no load needs a mask
+    BLOCK_W: tl.constexpr,  # words per row per step: BLOCK_K = 8 * BLOCK_W weights
+    EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: no step needs a mask
     SPLIT: tl.constexpr,
 ):
-    """Grid (cdiv(N, BLOCK_N), n_splits): program (i, p) computes y[:, i*BLOCK_N : (i+1)*BLOCK_N] over its
-    slice of K for all M (<= ROWS) rows, unpacking the 4-bit codes in registers; w is read once, half a
-    byte per weight, in wide contiguous rows."""
+    """Grid (cdiv(N, BLOCK_N), n_splits, M): program (i, p, m) computes y[m, i*BLOCK_N : (i+1)*BLOCK_N]
+    over its K slice, unpacking the 4-bit codes in registers; w is read once, half a byte per weight."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> Walk the slice in steps of BLOCK_W words. Per step: load a (BLOCK_N, BLOCK_W) tile of words and the
-    #> scales of its units, a (BLOCK_N, BLOCK_W // UNIT_W) tile (unit u is in group 8 * UNIT_W * u // G).
-    #> For each nibble plane i (_nibble_plane) load x[r, 8j + i] as a (ROWS, BLOCK_W) tile and add
-    #> plane * x into a (ROWS, BLOCK_N, BLOCK_W) float32 sum. Then reshape the sum to
-    #> (ROWS, BLOCK_N, units, UNIT_W), add up each unit, multiply by the unit's scale and add the units
-    #> into a (ROWS, BLOCK_N) accumulator: one scale multiply per unit, not per weight.
-    #> Finish with _finish_tile, addressed as in the W8A16 GEMV.
-    UNITS: tl.constexpr = BLOCK_W // UNIT_W
+    #> Walk the K slice in steps of BLOCK_K = 8 * BLOCK_W: load a (BLOCK_N, BLOCK_W) tile of words (and
+    #> the next step's tile before decoding this one, to keep bytes in flight), decode it with
+    #> _decode_nibbles, load the BLOCK_K activations of row m, and reduce w * x over the step. When
+    #> GROUP_SIZE % BLOCK_K == 0 the step lies in one group: scale the step's (BLOCK_N,) sums by the rows'
+    #> scales for group k0 // GROUP_SIZE. Otherwise scale each weight by scales[n, k // GROUP_SIZE] before
+    #> the sum. Finish with _finish_tile, addressed as in the W8A16 GEMV.
+    BLOCK_K: tl.constexpr = 8 * BLOCK_W
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
+    m = tl.program_id(2).to(tl.int64)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     n_mask = offs_n < N
-    offs_r = tl.arange(0, ROWS)
-    r_mask = offs_r < M
     rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # rows past N re-read row N - 1: loads need no mask
-    w_rows = w_ptr + rows[:, None] * stride_wn  # (BLOCK_N, 1)
-    s_rows = s_ptr + rows[:, None] * stride_sn  # (BLOCK_N, 1)
-    x_rows = x_ptr + tl.minimum(offs_r, M - 1).to(tl.int64)[:, None] * stride_xm  # (ROWS, 1)
-    w_start = pid_k * words_per_split
-    w_end = tl.minimum(w_start + words_per_split, n_words)
-    acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
-    for w0 in range(w_start, w_end, BLOCK_W):
-        offs_w = w0 + tl.arange(0, BLOCK_W)
-        units = w0 // UNIT_W + tl.arange(0, UNITS)
-        groups = (units * (8 * UNIT_W)) // GROUP_SIZE
-        if EVEN:
-            words = tl.load(w_rows + offs_w[None, :])  # (BLOCK_N, BLOCK_W)
-            s = tl.load(s_rows + groups[None, :])  # (BLOCK_N, UNITS)
+    w_rows = w_ptr + rows[:, None] * stride_wn
+    s_rows = s_ptr + rows * stride_sn
+    x_row = x_ptr + m * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = _nibble_unscale(BLOCK_W)  # (1, BLOCK_K)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    words = _load_words(w_rows, k_start, k_end, BLOCK_W, EVEN_K)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        # Software pipelining by hand: the next step's words are requested before this step's math
+        # (the last step re-requests the first, in bounds and cached, instead of a mask)
+        following = _load_words(w_rows, tl.where(k0 + BLOCK_K < k_end, k0 + BLOCK_K, k_start), k_end, BLOCK_W, EVEN_K)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            x = tl.load(x_row + k)
         else:
-            words = tl.load(w_rows + offs_w[None, :], mask=(offs_w < w_end)[None, :], other=0)
-            s = tl.load(s_rows + groups[None, :], mask=(units * UNIT_W < w_end)[None, :], other=0.0)
-        t = tl.zeros([ROWS, BLOCK_N, BLOCK_W], dtype=tl.float32)
-        for i in tl.static_range(8):
-            k = 8 * offs_w + i
-            if EVEN:
-                x = tl.load(x_rows + k[None, :])  # (ROWS, BLOCK_W): x[r, 8j + i]
-            else:
-                x = tl.load(x_rows + k[None, :], mask=(offs_w < w_end)[None, :], other=0.0)
-            t += _nibble_plane(words, i)[None, :, :] * x.to(tl.float32)[:, None, :]
-        per_unit = tl.sum(tl.reshape(t, (ROWS, BLOCK_N, UNITS, UNIT_W)), axis=3)  # (ROWS, BLOCK_N, UNITS)
-        acc += tl.sum(per_unit * s.to(tl.float32)[None, :, :], axis=2)
-    _finish_tile(acc, y_ptr + offs_r[:, None] * stride_ym + offs_n[None, :],
-                 part_ptr + offs_r[:, None] * N + offs_n[None, :], r_mask[:, None] & n_mask[None, :],
-                 lock_ptr + pid_n, M * N, SPLIT)
+            x = tl.load(x_row + k, mask=k < k_end, other=0.0)
+        xw = _decode_nibbles(words) * (x.to(tl.float32)[None, :] * unscale)  # (BLOCK_N, BLOCK_K): w * x
+        if GROUP_SIZE % BLOCK_K == 0:  # one group per step: one scale per row, after the sum
+            acc += tl.sum(xw, axis=1) * tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
+        else:  # several groups per step: one scale per weight
+            s = tl.load(s_rows[:, None] + (k // GROUP_SIZE)[None, :], mask=(k < k_end)[None, :], other=0.0)
+            acc += tl.sum(xw * s.to(tl.float32), axis=1)
+        words = following
+    tile_id = m * tl.num_programs(0) + pid_n
+    _finish_tile(acc, y_ptr + m * stride_ym + offs_n, part_ptr + m * N + offs_n, n_mask, lock_ptr + tile_id,
+                 M * N, SPLIT)
     ### END SOLUTION
 
 
@@ -459,30 +456,33 @@ def _w4a16_dot_kernel(
     lock_ptr,  # (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
     M,
     N,
-    n_words,  # K // 8
+    K,
     stride_xm,
     stride_wn,
     stride_sn,
     stride_ym,
-    words_per_split,  # a multiple of BLOCK_W
+    k_per_split,
     GROUP_SIZE: tl.constexpr,
     BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA
     BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA
-    BLOCK_W: tl.constexpr,  # words per row per step (>= 16: each plane's dot is BLOCK_W deep)
-    EVEN: tl.constexpr,
-    PRECISION: tl.constexpr,  # "ieee" for float32 activations (the dot is then in float32)
+    BLOCK_W: tl.constexpr,  # words per row per step (BLOCK_K = 8 * BLOCK_W)
+    EVEN_K: tl.constexpr,
+    DOT_16BIT: tl.constexpr,
+    PRECISION: tl.constexpr,
     SPLIT: tl.constexpr,
 ):
     """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): the tile of y at (rows j*BLOCK_M..,
-    channels i*BLOCK_N..), computed as its transpose, sum_i plane_i (BLOCK_N, BLOCK_W) @ x_i (BLOCK_W,
-    BLOCK_M) with x_i[j, m] = x[m, 8j + i]: eight tensor-core products a step, one per nibble plane, with
-    the dequantization in the inner loop and no re-interleaving."""
+    channels i*BLOCK_N..), computed as its transpose: decoded weights (BLOCK_N, BLOCK_K) @ x tile
+    (BLOCK_K, BLOCK_M), with the dequantization in the inner loop."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> Per step, load a (BLOCK_N, BLOCK_W) tile of words and each word's scale (a (BLOCK_N, BLOCK_W) load
-    #> of scales[n, 8j // G]: repeated addresses, served by the cache). For each plane i, scale
-    #> _nibble_plane(words, i), cast it to x's dtype, load x_i as a (BLOCK_W, BLOCK_M) tile (x[m, 8j + i])
-    #> and acc = tl.dot(a, x_i, acc, input_precision=PRECISION) in float32. Finish with _finish_tile,
+    #> Per step, load a (BLOCK_N, BLOCK_W) tile of words, decode it with _decode_nibbles, load x as a
+    #> (BLOCK_K, BLOCK_M) float32 tile times _nibble_unscale (as a column) and tl.dot them
+    #> (input_precision=PRECISION).
+    #> When the step lies in one group (GROUP_SIZE % BLOCK_K == 0), the codes q - 8 are exact in any
+    #> dtype: dot them unscaled and add the step's product times the rows' scales to acc. Otherwise
+    #> scale each weight before its dot and accumulate into acc directly. Finish with _finish_tile,
     #> addressed as in the W8A16 dot kernel.
+    BLOCK_K: tl.constexpr = 8 * BLOCK_W
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     pid_m = tl.program_id(2)
@@ -492,29 +492,31 @@ def _w4a16_dot_kernel(
     m_mask = offs_m < M
     rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # out-of-range rows re-read the last one: no load masks
     w_rows = w_ptr + rows[:, None] * stride_wn
-    s_rows = s_ptr + rows[:, None] * stride_sn
-    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm  # (1, BLOCK_M)
-    w_start = pid_k * words_per_split
-    w_end = tl.minimum(w_start + words_per_split, n_words)
+    s_rows = s_ptr + rows * stride_sn
+    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = _nibble_unscale(BLOCK_W)  # (1, BLOCK_K)
     acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-    for w0 in range(w_start, w_end, BLOCK_W):
-        offs_w = w0 + tl.arange(0, BLOCK_W)
-        groups = (8 * offs_w) // GROUP_SIZE  # a word's 8 codes share one group (G is a multiple of 8)
-        if EVEN:
-            words = tl.load(w_rows + offs_w[None, :])  # (BLOCK_N, BLOCK_W)
-            s = tl.load(s_rows + groups[None, :]).to(tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        w = _decode_nibbles(_load_words(w_rows, k0, k_end, BLOCK_W, EVEN_K))  # (BLOCK_N, BLOCK_K)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
         else:
-            in_k = (offs_w < w_end)[None, :]
-            words = tl.load(w_rows + offs_w[None, :], mask=in_k, other=0)
-            s = tl.load(s_rows + groups[None, :], mask=in_k, other=0.0).to(tl.float32)
-        for i in tl.static_range(8):
-            k = 8 * offs_w + i
-            if EVEN:
-                xt = tl.load(x_cols + k[:, None])  # (BLOCK_W, BLOCK_M)
-            else:
-                xt = tl.load(x_cols + k[:, None], mask=(offs_w < w_end)[:, None], other=0.0)
-            a = (_nibble_plane(words, i) * s).to(xt.dtype)
-            acc = tl.dot(a, xt, acc, input_precision=PRECISION)
+            xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
+        if DOT_16BIT:  # exact codes q - 8 in x's dtype, x as it is
+            a = w * unscale
+            b = xt
+        else:  # tf32: the codes as decoded, the activations times the factors to undo
+            a = w
+            b = xt.to(tl.float32) * tl.reshape(unscale, (BLOCK_K, 1))
+        if GROUP_SIZE % BLOCK_K == 0:  # one group per step: scale the step's product by row
+            s = tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
+            acc += tl.dot(a.to(b.dtype), b, input_precision=PRECISION) * s[:, None]
+        else:  # several groups per step: scale each weight before the dot
+            s = tl.load(s_rows[:, None] + (k // GROUP_SIZE)[None, :], mask=(k < k_end)[None, :], other=0.0)
+            acc = tl.dot((a * s.to(tl.float32)).to(b.dtype), b, acc, input_precision=PRECISION)
     mn_mask = n_mask[:, None] & m_mask[None, :]
     tile_id = pid_m * tl.num_programs(0) + pid_n
     _finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
@@ -529,10 +531,10 @@ def _w4a16_dot_kernel(
 
 @dataclass(frozen=True)
 class GemvConfig:
-    """Launch settings of a GEMV kernel (BLOCK_N channels of every activation row per program)."""
+    """Launch settings of a GEMV kernel (one program per activation row and BLOCK_N channels)."""
 
     block_n: int  # output channels per program
-    block_k: int  # weights per row per step (a power of two; W4A16: at least 8, W8A16: at least 4)
+    block_k: int  # weights per row per step (a power of two; W4A16: at least 8)
     num_warps: int
     programs_per_sm: int  # split K until the grid holds about this many programs per SM
     num_stages: int = 3
@@ -578,7 +580,8 @@ def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
 def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
     """Settings that suit any GPU and dtype, if not the fastest: a GEMV for one row, else a modest tile."""
     if m <= DEFAULT_GEMV_MAX_M:
-        return GemvConfig(block_n=16, block_k=256, num_warps=4, programs_per_sm=4)
+        return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
+                          programs_per_sm=8)
     # (a float32 dot keeps its operands in shared memory: two stages of a 64-row tile fit an H100/H200's 227 KB)
     return DotConfig(block_n=64, block_m=min(max(16, triton.next_power_of_2(m)), 32), block_k=128, num_warps=4,
                      num_stages=2, programs_per_sm=2, dot_16bit=True)
@@ -649,15 +652,13 @@ def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cf
     w = w_int8.view(torch.int32) if words else w_int8  # (N, K // 4) or (N, K)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     even_k = k % cfg.block_k == 0
-    if isinstance(cfg, GemvConfig):  # all M rows in each program: every weight is decoded once
-        per_word = 4 if words else 1
-        n_units, block_w = k // per_word, max(1, cfg.block_k // per_word)
+    if isinstance(cfg, GemvConfig):
         n_tiles = triton.cdiv(n, cfg.block_n)
-        splits, u_split, part, locks = _split_k(n_tiles, n_units, block_w, cfg.programs_per_sm, x, m, n)
-        _w8a16_gemv_kernel[(n_tiles, splits)](
-            x, w, scales, y, part, locks, m, n, n_units, x.stride(0), w.stride(0), y.stride(0), u_split,
-            PER_WORD=per_word, ROWS=triton.next_power_of_2(m), BLOCK_N=cfg.block_n, BLOCK_W=block_w,
-            EVEN=n_units % block_w == 0, SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+        _w8a16_gemv_kernel[(n_tiles, splits, m)](
+            x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, WORDS=words, EVEN_K=even_k, SPLIT=splits > 1,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )  # fmt: skip
         return y
     n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
@@ -677,28 +678,16 @@ def w4a16_launch(
     """y (M, N) = x (M, K) @ W.T from words (N, K // 8) int32 and scales (N, K // G), with the given settings."""
     (m, k), n = x.shape, words.shape[0]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    n_words, block_w = k // 8, max(1, cfg.block_k // 8)
-    if isinstance(cfg, GemvConfig):  # all M rows in each program: every weight is decoded once
-        group_words = group_size // 8
-        unit_w = min(block_w, group_words & -group_words)  # the largest power of two dividing both
+    even_k = k % cfg.block_k == 0
+    if isinstance(cfg, GemvConfig):
         n_tiles = triton.cdiv(n, cfg.block_n)
-        splits, w_split, part, locks = _split_k(n_tiles, n_words, block_w, cfg.programs_per_sm, x, m, n)
-        _w4a16_gemv_kernel[(n_tiles, splits)](
-            x, words, scales, y, part, locks, m, n, n_words, x.stride(0), words.stride(0), scales.stride(0),
-            y.stride(0), w_split, GROUP_SIZE=group_size, UNIT_W=unit_w, ROWS=triton.next_power_of_2(m),
-            BLOCK_N=cfg.block_n, BLOCK_W=block_w, EVEN=n_words % block_w == 0, SPLIT=splits > 1,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+        _w4a16_gemv_kernel[(n_tiles, splits, m)](
+            x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
+            k_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_W=cfg.block_k // 8, EVEN_K=even_k,
+            SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )  # fmt: skip
         return y
-    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
-    splits, w_split, part, locks = _split_k(n_tiles * m_tiles, n_words, block_w, cfg.programs_per_sm, x, m, n)
-    _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
-        x, words, scales, y, part, locks, m, n, n_words, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
-        w_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_W=block_w,
-        EVEN=n_words % block_w == 0, PRECISION=_precision(x.dtype), SPLIT=splits > 1,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )  # fmt: skip
-    return y
     n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
     splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
     _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
