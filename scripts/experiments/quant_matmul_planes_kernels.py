@@ -1,0 +1,766 @@
+"""Assignment 09, weight-only quantized matmul: W8A16 and W4A16 kernels in Triton.
+
+    w8a16_matmul(x, w_int8, scales):           y = x @ (w_int8 * scales[:, None]).T
+    w4a16_matmul(x, w_packed, scales, G=128):  y = x @ W.T,  W[n, k] = (q[n, k] - 8) * scales[n, k // G]
+
+with q[n, k] the 4-bit code in w_packed[n, k // 2]: the low nibble for even k, the high nibble for odd k.
+The handout is README.md beside this file. Fill in every region marked TODO; keep the signatures, the
+launch wrappers and the helpers that are given: the grader calls the two functions above.
+Grade yourself with `make grade` (or `python -m autograder grade quant_matmul`).
+
+Two kernels per format. A GEMV (one activation row per program, CUDA-core FMAs) for decoding one token;
+a tile kernel with `tl.dot` for a few to many rows. Both may split K across programs ("split-K") when the
+output alone has too few tiles to keep every SM streaming weights; `_finish_tile` adds the splits up.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import course.env  # noqa: F401  (turns the CPU interpreter on when there is no GPU, before triton loads)
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.errors import OutOfResources
+
+from course.validate import check_same, check_tensor
+
+# --------------------------------------------------------------------------------------------------
+# Given helpers: exact int -> float decoding, and the split-K epilogue.
+#
+# Weights are read as 32-bit words (w.view(torch.int32)): 8 four-bit codes or 4 int8 weights a word, one
+# 16-byte load for 32 or 16 weights. Decoding must cost only a few instructions per weight: at M = 1 the
+# kernel streams 58.7 million weights (4096 x 14336); to run near the ~7 us it takes to read them, each of
+# an H200's 16,896 lanes has about 3 instructions per weight, and an int -> float conversion alone issues
+# at 16 per clock per SM against 128 for a float add.
+#
+# The trick: the float32 with bits 0x4B000000 is 2**23, and its low 23 bits are the mantissa in units of
+# 1. OR a field of the word into it and the float is exactly 2**23 + v * 2**b, with b the field's bit
+# position: a bitwise AND (with 0x4B000000 already OR-ed into the word once) and one float subtract
+# give (v - zero) * 2**b exactly. Leaving each field where it is saves a shift per weight; the factor
+# 2**b is undone on the activation instead (x * 2**-b, exact), once per activation, not per weight.
+# --------------------------------------------------------------------------------------------------
+
+MAGIC = tl.constexpr(0x4B000000)  # the bits of the float 2**23
+TWO_23 = tl.constexpr(8388608.0)
+
+
+@triton.jit
+def _field(word_magic, mask: tl.constexpr, zero: tl.constexpr, bit: tl.constexpr):
+    """(v - zero) * 2**bit as float32, exactly, for the field v = word & mask at bit `bit` (bits 0..22),
+    given word_magic = word | MAGIC (or word ^ flip | MAGIC for signed fields)."""
+    return (word_magic & (MAGIC | mask)).to(tl.float32, bitcast=True) - (TWO_23 + zero * (1 << bit))
+
+
+@triton.jit
+def _quads_to_k(p0, p1, p2, p3):
+    """Four (R, C) planes -> (R, 4C) with plane i of column j at 4j + i."""
+    w = tl.join(tl.join(p0, p2), tl.join(p1, p3))
+    return tl.reshape(w, (p0.shape[0], p0.shape[1] * 4))
+
+
+@triton.jit
+def _finish_tile(
+    acc,  # float32 tile of this program's share of the output: y[rows, cols] summed over its K slice
+    y_ptrs,  # pointers into y for the tile (same shape as acc)
+    part_ptrs,  # pointers into split 0's slice of the float32 partial buffer (same shape as acc)
+    mask,  # which elements of the tile exist
+    lock_ptr,  # this tile's arrival counter (int32, zero between calls)
+    split_stride,  # elements between one split's slice of the partial buffer and the next
+    SPLIT: tl.constexpr,  # K is split across tl.num_programs(1) programs
+):
+    """Write a finished tile: directly without split-K, else through the partial buffer.
+
+    With split-K each program stores its partial sum, then counts itself in on the tile's counter; the
+    last to arrive adds the partials in split order (so the result does not depend on who came last),
+    writes y and resets the counter. One launch, no atomics on data, deterministic.
+    """
+    if not SPLIT:
+        tl.store(y_ptrs, acc.to(y_ptrs.dtype.element_ty), mask=mask)
+    else:
+        n_splits = tl.num_programs(1)
+        tl.store(part_ptrs + tl.program_id(1) * split_stride, acc, mask=mask)
+        tl.debug_barrier()  # every thread's partial is stored before the arrival is counted
+        arrived = tl.atomic_add(lock_ptr, 1, sem="acq_rel")  # release our partial, acquire the others'
+        if arrived == n_splits - 1:
+            total = tl.zeros_like(acc)
+            for p in range(0, n_splits):
+                # .cg reads from L2, where the other programs' stores landed, never a stale L1 line
+                total += tl.load(part_ptrs + p * split_stride, mask=mask, other=0.0, cache_modifier=".cg")
+            tl.store(y_ptrs, total.to(y_ptrs.dtype.element_ty), mask=mask)
+            tl.atomic_xchg(lock_ptr, 0)  # ready for the next call
+
+
+# --------------------------------------------------------------------------------------------------
+# W8A16: int8 weights, one scale per output channel.
+# --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _decode_int8_words(words):
+    """(R, C) int32 words, 4 int8 weights each (byte b is k = 4j + b) -> (R, 4C) float32 in k order,
+    each weight times 2**(8 * (b % 2)): multiply the activations by _int8_unscale to undo it."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Byte b of word j is the weight at k = 4j + b. Decode each byte plane to float32 and interleave the
+    #> four (R, C) planes with _quads_to_k. The simple way, exact and 2**0 for every byte:
+    #> ((words >> (8 * b)) & 0xFF), minus 256 where it is above 127, as float32 (and _int8_unscale then
+    #> returns ones). The fast way is _field: flip each byte's sign bit (XOR 0x80) so that it reads as
+    #> b + 128 in 0..255, OR in MAGIC once per word, and read bytes 0 and 1 in place (bits 0 and 8);
+    #> shift the word right by 16 once for bytes 2 and 3.
+    lo = (words ^ 0x8080) | MAGIC  # bytes 0 and 1 as b + 128; the magic exponent over bits 24..31
+    hi = ((words >> 16) ^ 0x8080) | MAGIC  # bytes 2 and 3, moved to bits 0..15
+    b0 = _field(lo, 0x00FF, 128.0, 0)
+    b1 = _field(lo, 0xFF00, 128.0, 8)
+    b2 = _field(hi, 0x00FF, 128.0, 0)
+    b3 = _field(hi, 0xFF00, 128.0, 8)
+    return _quads_to_k(b0, b1, b2, b3)
+    ### END SOLUTION
+
+
+@triton.jit
+def _int8_unscale(C: tl.constexpr):
+    """(1, 4C) float32: what each activation is multiplied by to undo _decode_int8_words' factors."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> One value per k = 4j + b, in the layout _decode_int8_words returns: build the four (1, C) planes
+    #> with tl.full and interleave them with _quads_to_k.
+    one = tl.full((1, C), 1.0, tl.float32)
+    low = tl.full((1, C), 1.0 / 256, tl.float32)
+    return _quads_to_k(one, low, one, low)
+    ### END SOLUTION
+
+
+@triton.jit
+def _decode_int8(w):
+    """int8 weights (any shape) -> the same values as float32, exactly (for K not a multiple of 4)."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Return w as float32 (`w.to(tl.float32)` is correct; _field is faster).
+    return _field((w.to(tl.int32) ^ 0x80) | MAGIC, 0xFF, 128.0, 0)
+    ### END SOLUTION
+
+
+@triton.jit
+def _load_w8_tile(w_rows, k0, k_end, BLOCK_K: tl.constexpr, WORDS: tl.constexpr, EVEN_K: tl.constexpr):
+    """The int8 weights at k0 .. k0 + BLOCK_K of the rows w_rows point to ((BLOCK_N, 1) pointers): raw
+    int32 words when WORDS (decode with _decode_int8_words), else bytes. Rows are clamped in bounds by
+    the caller; with EVEN_K every step is whole and needs no mask."""
+    if WORDS:
+        offs = k0 // 4 + tl.arange(0, BLOCK_K // 4)
+        in_k = 4 * offs < k_end  # K is a multiple of 4 here: a word is all in or all out
+    else:
+        offs = k0 + tl.arange(0, BLOCK_K)
+        in_k = offs < k_end
+    if EVEN_K:
+        tile = tl.load(w_rows + offs[None, :])
+    else:
+        tile = tl.load(w_rows + offs[None, :], mask=in_k[None, :], other=0)
+    return tile
+
+
+@triton.jit
+def _decode_w8_tile(tile, WORDS: tl.constexpr):
+    # (a constexpr `if` with one return after it: the compiler types every return, taken or not)
+    if WORDS:
+        w = _decode_int8_words(tile)
+    else:
+        w = _decode_int8(tile)
+    return w
+
+
+@triton.jit
+def _w8_unscale(BLOCK_K: tl.constexpr, WORDS: tl.constexpr):
+    if WORDS:
+        unscale = _int8_unscale(BLOCK_K // 4)
+    else:
+        unscale = tl.full((1, BLOCK_K), 1.0, tl.float32)
+    return unscale
+
+
+@triton.jit
+def _exact_code(word_magic, bit: tl.constexpr, FIELD: tl.constexpr, ZERO: tl.constexpr):
+    """The field (word >> bit) & FIELD minus ZERO, exactly, as float32, given word_magic = word | MAGIC
+    (fields at bits 0..22). One AND and one FMA: the float with the field OR-ed into 2**23's mantissa is
+    2**23 + v * 2**bit; times 2**-bit (exact) minus (2**(23 - bit) + ZERO) leaves v - ZERO exactly."""
+    f = (word_magic & (MAGIC | (FIELD << bit))).to(tl.float32, bitcast=True)
+    return f * (1.0 / (1 << bit)) - (TWO_23 / (1 << bit) + ZERO)
+
+
+@triton.jit
+def _int8_plane(words, b: tl.constexpr):
+    """(R, C) int32 words -> byte b of each as its signed value, float32, exactly: the weights at k = 4j + b."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Flip the byte's sign bit (XOR 0x80 at its position) so that it reads as w + 128 in 0..255, then
+    #> _exact_code with ZERO = 128. _exact_code reads fields at bits 0..22: shift the word right by 16
+    #> first for bytes 2 and 3.
+    if b < 2:
+        code = _exact_code((words ^ 0x8080) | MAGIC, 8 * b, 0xFF, 128.0)
+    else:
+        code = _exact_code(((words >> 16) ^ 0x8080) | MAGIC, 8 * b - 16, 0xFF, 128.0)
+    return code
+    ### END SOLUTION
+
+
+@triton.jit
+def _w8a16_gemv_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 4) int32 words when PER_WORD == 4, else (N, K) int8
+    s_ptr,  # (N,) per-channel scales
+    y_ptr,  # (M, N) output, x's dtype
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    n_units,  # units (words or bytes) per row: K // PER_WORD
+    stride_xm,
+    stride_wn,  # units between rows of w
+    stride_ym,
+    units_per_split,  # a multiple of BLOCK_W: program (., p) reduces units [p * units_per_split, ...)
+    PER_WORD: tl.constexpr,  # weights per unit: 4 (int32 words, K % 4 == 0) or 1 (bytes)
+    ROWS: tl.constexpr,  # activation rows per program, a power of two >= M: each weight is decoded once
+    BLOCK_N: tl.constexpr,  # output channels per program
+    BLOCK_W: tl.constexpr,  # units per row per step
+    EVEN: tl.constexpr,  # every step is whole: no load needs a mask
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits): program (i, p) computes y[:, i*BLOCK_N : (i+1)*BLOCK_N] over its
+    slice of K for all M (<= ROWS) rows. Decoding one token is a GEMV: every weight is used once, so this
+    is a race to stream w through the SMs; the arithmetic runs on CUDA cores, in float32.
+
+    No interleaving: byte b of word j is k = 4j + b, so y = sum_b plane_b @ x[b::4]. Each plane is
+    multiplied by the activations it meets (a strided load of x, tiny and cached) where it was decoded."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Walk the slice in steps of BLOCK_W units: load a (BLOCK_N, BLOCK_W) tile of w (wide, contiguous
+    #> rows), and for each of its PER_WORD planes (_int8_plane for words, _decode_int8 for bytes) load
+    #> the activations x[r, PER_WORD * j + b] as a (ROWS, BLOCK_W) tile and add plane * x into a
+    #> (ROWS, BLOCK_N, BLOCK_W) float32 sum (broadcast the plane over rows, x over channels). Reduce it
+    #> over the step into a (ROWS, BLOCK_N) accumulator, multiply by the channels' scales after the loop
+    #> and finish with _finish_tile: y[r, n] at y_ptr + r * stride_ym + n, its partials at
+    #> part_ptr + r * N + n, the tile's counter at lock_ptr + program_id(0), split stride M * N.
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N
+    offs_r = tl.arange(0, ROWS)
+    r_mask = offs_r < M
+    # rows of w past N and of x past M re-read the last one (never stored), so loads need no row mask;
+    # int64: row * stride passes 2**31 on big layers
+    w_rows = w_ptr + tl.minimum(offs_n, N - 1).to(tl.int64)[:, None] * stride_wn  # (BLOCK_N, 1)
+    x_rows = x_ptr + tl.minimum(offs_r, M - 1).to(tl.int64)[:, None] * stride_xm  # (ROWS, 1)
+    u_start = pid_k * units_per_split
+    u_end = tl.minimum(u_start + units_per_split, n_units)
+    acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+    for u0 in range(u_start, u_end, BLOCK_W):
+        offs_u = u0 + tl.arange(0, BLOCK_W)
+        if EVEN:
+            w = tl.load(w_rows + offs_u[None, :])  # (BLOCK_N, BLOCK_W)
+        else:
+            w = tl.load(w_rows + offs_u[None, :], mask=(offs_u < u_end)[None, :], other=0)
+        t = tl.zeros([ROWS, BLOCK_N, BLOCK_W], dtype=tl.float32)
+        for b in tl.static_range(PER_WORD):
+            if PER_WORD == 1:
+                plane = _decode_int8(w)
+            else:
+                plane = _int8_plane(w, b)
+            k = PER_WORD * offs_u + b
+            if EVEN:
+                x = tl.load(x_rows + k[None, :])  # (ROWS, BLOCK_W)
+            else:
+                x = tl.load(x_rows + k[None, :], mask=(offs_u < u_end)[None, :], other=0.0)
+            t += plane[None, :, :] * x.to(tl.float32)[:, None, :]
+        acc += tl.sum(t, axis=2)
+    acc = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[None, :]  # the scale factors out
+    _finish_tile(acc, y_ptr + offs_r[:, None] * stride_ym + offs_n[None, :],
+                 part_ptr + offs_r[:, None] * N + offs_n[None, :], r_mask[:, None] & n_mask[None, :],
+                 lock_ptr + pid_n, M * N, SPLIT)
+    ### END SOLUTION
+
+
+@triton.jit
+def _w8a16_dot_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 4) int32 words when WORDS, else (N, K) int8
+    s_ptr,  # (N,) per-channel scales
+    y_ptr,  # (M, N) output
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_ym,
+    k_per_split,
+    BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA (64 or more on Hopper)
+    BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA (16 or more)
+    BLOCK_K: tl.constexpr,
+    WORDS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    DOT_16BIT: tl.constexpr,  # dot in x's 16-bit dtype (exact weights); else in float32 with PRECISION
+    PRECISION: tl.constexpr,  # "tf32" for 16-bit activations (exact here: see _precision), "ieee" for float32
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): program (i, p, j) computes the tile
+    y[j*BLOCK_M.., i*BLOCK_N..] as its transpose, w_tile @ x_tile.T (BLOCK_N, BLOCK_M): with few rows of
+    x, putting the many weight rows on the MMA's M side keeps the tensor-core tile full."""
+    ### BEGIN SOLUTION quant_matmul.w8a16
+    #> Per K step: load and decode a (BLOCK_N, BLOCK_K) tile of w, load x as a (BLOCK_K, BLOCK_M) tile
+    #> (x[m, k] at x_ptr + m * stride_xm + k, so k runs down the rows) in float32, times the decoder's
+    #> unscale factors (_w8_unscale, reshaped to a column), and accumulate
+    #> acc = tl.dot(w, x, acc, input_precision=PRECISION) in float32 (BLOCK_N, BLOCK_M).
+    #> After the loop multiply row n of acc by scales[n] and finish with _finish_tile: the tile's
+    #> element (n, m) goes to y_ptr + m * stride_ym + n, its partial to part_ptr + m * N + n, and its
+    #> counter is lock_ptr + program_id(2) * num_programs(0) + program_id(0).
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_mask = offs_n < N
+    m_mask = offs_m < M
+    # rows of w past N and of x past M re-read the last one (never stored): no masks on loads
+    w_rows = w_ptr + tl.minimum(offs_n, N - 1).to(tl.int64)[:, None] * stride_wn
+    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm  # x read as its transpose
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    unscale = tl.reshape(_w8_unscale(BLOCK_K, WORDS), (BLOCK_K, 1))
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        w = _decode_w8_tile(_load_w8_tile(w_rows, k0, k_end, BLOCK_K, WORDS, EVEN_K), WORDS)
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
+        else:
+            xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
+        if DOT_16BIT:  # exact weights in x's dtype, x as it is
+            acc = tl.dot((w * tl.reshape(unscale, (1, BLOCK_K))).to(xt.dtype), xt, acc)
+        else:  # tf32: the weights as decoded, the activations times the factors to undo
+            acc = tl.dot(w, xt.to(tl.float32) * unscale, acc, input_precision=PRECISION)
+    acc = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
+    mn_mask = n_mask[:, None] & m_mask[None, :]
+    tile_id = pid_m * tl.num_programs(0) + pid_n
+    _finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
+                 part_ptr + offs_m[None, :] * N + offs_n[:, None], mn_mask, lock_ptr + tile_id, M * N, SPLIT)
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------------------------------
+# W4A16: 4-bit codes, two per byte, one scale per group of G weights along K.
+#
+# The kernels read w_packed as 32-bit words, w_packed.view(torch.int32), shape (N, K // 8): the nibble at
+# bits 4i..4i+3 of word j of row n is the code of k = 8j + i (bytes are little-endian, and each byte holds
+# the even k in its low nibble). Nothing is re-interleaved into k order: nibble i of every word forms a
+# "plane" (N, K // 8) that meets only the activations x[8j + i], so
+#     y[n] = sum_g scale[n, g] * sum_i sum_{j in group g} plane_i[n, j] * x[8j + i].
+# The planes are decoded where they sit and multiplied by strided slices of x (tiny loads, cached).
+# --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _nibble_plane(words, i: tl.constexpr):
+    """(R, C) int32 words -> nibble i of each, minus the zero point 8, as float32, exactly: q - 8 for the
+    weights at k = 8j + i."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> The simple way: ((words >> (4 * i)) & 0xF).to(tl.float32) - 8.0. The fast way is _exact_code
+    #> (an AND and an FMA, no int -> float conversion): OR MAGIC into the word and read nibbles 0..4 in
+    #> place (bits 0..19); shift the word right by 12 first for nibbles 5..7.
+    if i < 5:
+        code = _exact_code(words | MAGIC, 4 * i, 0xF, 8.0)
+    else:
+        code = _exact_code((words >> 12) | MAGIC, 4 * i - 12, 0xF, 8.0)
+    return code
+    ### END SOLUTION
+
+
+@triton.jit
+def _w4a16_gemv_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 8) int32 words: w_packed viewed as int32
+    s_ptr,  # (N, K // G) scales
+    y_ptr,  # (M, N) output, x's dtype
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    n_words,  # K // 8
+    stride_xm,
+    stride_wn,  # words between rows of w (K // 8 for a contiguous w_packed)
+    stride_sn,  # scales between rows (K // G)
+    stride_ym,
+    words_per_split,  # a multiple of BLOCK_W
+    GROUP_SIZE: tl.constexpr,  # weights per scale along K, a multiple of 8
+    UNIT_W: tl.constexpr,  # words per unit: a power of two dividing GROUP_SIZE // 8 (a unit lies in one group)
+    ROWS: tl.constexpr,  # activation rows per program, a power of two >= M: each weight is decoded once
+    BLOCK_N: tl.constexpr,  # output channels per program
+    BLOCK_W: tl.constexpr,  # words per row per step (8 * BLOCK_W weights), a multiple of UNIT_W
+    EVEN: tl.constexpr,  # every step is whole: no load needs a mask
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits): program (i, p) computes y[:, i*BLOCK_N : (i+1)*BLOCK_N] over its
+    slice of K for all M (<= ROWS) rows, unpacking the 4-bit codes in registers; w is read once, half a
+    byte per weight, in wide contiguous rows."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> Walk the slice in steps of BLOCK_W words. Per step: load a (BLOCK_N, BLOCK_W) tile of words and the
+    #> scales of its units, a (BLOCK_N, BLOCK_W // UNIT_W) tile (unit u is in group 8 * UNIT_W * u // G).
+    #> For each nibble plane i (_nibble_plane) load x[r, 8j + i] as a (ROWS, BLOCK_W) tile and add
+    #> plane * x into a (ROWS, BLOCK_N, BLOCK_W) float32 sum. Then reshape the sum to
+    #> (ROWS, BLOCK_N, units, UNIT_W), add up each unit, multiply by the unit's scale and add the units
+    #> into a (ROWS, BLOCK_N) accumulator: one scale multiply per unit, not per weight.
+    #> Finish with _finish_tile, addressed as in the W8A16 GEMV.
+    UNITS: tl.constexpr = BLOCK_W // UNIT_W
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N
+    offs_r = tl.arange(0, ROWS)
+    r_mask = offs_r < M
+    rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # rows past N re-read row N - 1: loads need no mask
+    w_rows = w_ptr + rows[:, None] * stride_wn  # (BLOCK_N, 1)
+    s_rows = s_ptr + rows[:, None] * stride_sn  # (BLOCK_N, 1)
+    x_rows = x_ptr + tl.minimum(offs_r, M - 1).to(tl.int64)[:, None] * stride_xm  # (ROWS, 1)
+    w_start = pid_k * words_per_split
+    w_end = tl.minimum(w_start + words_per_split, n_words)
+    acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+    for w0 in range(w_start, w_end, BLOCK_W):
+        offs_w = w0 + tl.arange(0, BLOCK_W)
+        units = w0 // UNIT_W + tl.arange(0, UNITS)
+        groups = (units * (8 * UNIT_W)) // GROUP_SIZE
+        if EVEN:
+            words = tl.load(w_rows + offs_w[None, :])  # (BLOCK_N, BLOCK_W)
+            s = tl.load(s_rows + groups[None, :])  # (BLOCK_N, UNITS)
+        else:
+            words = tl.load(w_rows + offs_w[None, :], mask=(offs_w < w_end)[None, :], other=0)
+            s = tl.load(s_rows + groups[None, :], mask=(units * UNIT_W < w_end)[None, :], other=0.0)
+        t = tl.zeros([ROWS, BLOCK_N, BLOCK_W], dtype=tl.float32)
+        for i in tl.static_range(8):
+            k = 8 * offs_w + i
+            if EVEN:
+                x = tl.load(x_rows + k[None, :])  # (ROWS, BLOCK_W): x[r, 8j + i]
+            else:
+                x = tl.load(x_rows + k[None, :], mask=(offs_w < w_end)[None, :], other=0.0)
+            t += _nibble_plane(words, i)[None, :, :] * x.to(tl.float32)[:, None, :]
+        per_unit = tl.sum(tl.reshape(t, (ROWS, BLOCK_N, UNITS, UNIT_W)), axis=3)  # (ROWS, BLOCK_N, UNITS)
+        acc += tl.sum(per_unit * s.to(tl.float32)[None, :, :], axis=2)
+    _finish_tile(acc, y_ptr + offs_r[:, None] * stride_ym + offs_n[None, :],
+                 part_ptr + offs_r[:, None] * N + offs_n[None, :], r_mask[:, None] & n_mask[None, :],
+                 lock_ptr + pid_n, M * N, SPLIT)
+    ### END SOLUTION
+
+
+@triton.jit
+def _w4a16_dot_kernel(
+    x_ptr,  # (M, K) activations
+    w_ptr,  # (N, K // 8) int32 words
+    s_ptr,  # (N, K // G) scales
+    y_ptr,  # (M, N) output
+    part_ptr,  # (n_splits, M, N) float32 partial sums (only with SPLIT)
+    lock_ptr,  # (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),) int32 arrival counters (only with SPLIT)
+    M,
+    N,
+    n_words,  # K // 8
+    stride_xm,
+    stride_wn,
+    stride_sn,
+    stride_ym,
+    words_per_split,  # a multiple of BLOCK_W
+    GROUP_SIZE: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA
+    BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA
+    BLOCK_W: tl.constexpr,  # words per row per step (>= 16: each plane's dot is BLOCK_W deep)
+    EVEN: tl.constexpr,
+    PRECISION: tl.constexpr,  # "ieee" for float32 activations (the dot is then in float32)
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): the tile of y at (rows j*BLOCK_M..,
+    channels i*BLOCK_N..), computed as its transpose, sum_i plane_i (BLOCK_N, BLOCK_W) @ x_i (BLOCK_W,
+    BLOCK_M) with x_i[j, m] = x[m, 8j + i]: eight tensor-core products a step, one per nibble plane, with
+    the dequantization in the inner loop and no re-interleaving."""
+    ### BEGIN SOLUTION quant_matmul.w4a16
+    #> Per step, load a (BLOCK_N, BLOCK_W) tile of words and each word's scale (a (BLOCK_N, BLOCK_W) load
+    #> of scales[n, 8j // G]: repeated addresses, served by the cache). For each plane i, scale
+    #> _nibble_plane(words, i), cast it to x's dtype, load x_i as a (BLOCK_W, BLOCK_M) tile (x[m, 8j + i])
+    #> and acc = tl.dot(a, x_i, acc, input_precision=PRECISION) in float32. Finish with _finish_tile,
+    #> addressed as in the W8A16 dot kernel.
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_mask = offs_n < N
+    m_mask = offs_m < M
+    rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # out-of-range rows re-read the last one: no load masks
+    w_rows = w_ptr + rows[:, None] * stride_wn
+    s_rows = s_ptr + rows[:, None] * stride_sn
+    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm  # (1, BLOCK_M)
+    w_start = pid_k * words_per_split
+    w_end = tl.minimum(w_start + words_per_split, n_words)
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for w0 in range(w_start, w_end, BLOCK_W):
+        offs_w = w0 + tl.arange(0, BLOCK_W)
+        groups = (8 * offs_w) // GROUP_SIZE  # a word's 8 codes share one group (G is a multiple of 8)
+        if EVEN:
+            words = tl.load(w_rows + offs_w[None, :])  # (BLOCK_N, BLOCK_W)
+            s = tl.load(s_rows + groups[None, :]).to(tl.float32)
+        else:
+            in_k = (offs_w < w_end)[None, :]
+            words = tl.load(w_rows + offs_w[None, :], mask=in_k, other=0)
+            s = tl.load(s_rows + groups[None, :], mask=in_k, other=0.0).to(tl.float32)
+        for i in tl.static_range(8):
+            k = 8 * offs_w + i
+            if EVEN:
+                xt = tl.load(x_cols + k[:, None])  # (BLOCK_W, BLOCK_M)
+            else:
+                xt = tl.load(x_cols + k[:, None], mask=(offs_w < w_end)[:, None], other=0.0)
+            a = (_nibble_plane(words, i) * s).to(xt.dtype)
+            acc = tl.dot(a, xt, acc, input_precision=PRECISION)
+    mn_mask = n_mask[:, None] & m_mask[None, :]
+    tile_id = pid_m * tl.num_programs(0) + pid_n
+    _finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
+                 part_ptr + offs_m[None, :] * N + offs_n[:, None], mn_mask, lock_ptr + tile_id, M * N, SPLIT)
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch configuration
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    """Launch settings of a GEMV kernel (BLOCK_N channels of every activation row per program)."""
+
+    block_n: int  # output channels per program
+    block_k: int  # weights per row per step (a power of two; W4A16: at least 8, W8A16: at least 4)
+    num_warps: int
+    programs_per_sm: int  # split K until the grid holds about this many programs per SM
+    num_stages: int = 3
+
+
+@dataclass(frozen=True)
+class DotConfig:
+    """Launch settings of a dot kernel (a BLOCK_N x BLOCK_M tile of y.T per program)."""
+
+    block_n: int  # output channels per program (>= 16; 64 or more lets Hopper use wgmma)
+    block_m: int  # activation rows per program (>= 16)
+    block_k: int  # weights per row per step (W4A16: at least 128, so that BLOCK_W >= 16)
+    num_warps: int
+    num_stages: int
+    programs_per_sm: int
+    dot_16bit: bool = False  # 16-bit x: dot in x's dtype (exact weights) rather than tf32 (float32 operands)
+
+
+# Settings chosen by a sweep on an H200 (scripts/tune_quant_matmul.py writes this file), per format and
+# M bucket; elsewhere, and for shapes the sweep did not see, the defaults below.
+CONFIG_TABLE = Path(__file__).resolve().parents[2] / "results" / "h200" / "quant_matmul_configs.json"
+DEFAULT_GEMV_MAX_M = 1
+
+
+@functools.lru_cache(maxsize=None)
+def _tuned(device_name: str) -> dict:
+    """The tuned settings for this GPU, or {} (another GPU, the CPU interpreter, or no table)."""
+    if not ("H200" in device_name or "H100" in device_name) or not CONFIG_TABLE.exists():
+        return {}
+    return json.loads(CONFIG_TABLE.read_text())
+
+
+def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
+    """The launch settings for an M-row product in the given format (bits 8 or 4) with activations like x."""
+    if x.dtype != torch.float32:  # float32 activations are graded for correctness only: the defaults below
+        table = _tuned(torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else "cpu")
+        entry = table.get(f"w{bits}", {}).get(str(min(triton.next_power_of_2(m), 256)))
+        if entry is not None:
+            return (GemvConfig if entry["path"] == "gemv" else DotConfig)(**entry["cfg"])
+    return default_config(bits, m)
+
+
+def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
+    """Settings that suit any GPU and dtype, if not the fastest: a GEMV for one row, else a modest tile."""
+    if m <= DEFAULT_GEMV_MAX_M:
+        return GemvConfig(block_n=16, block_k=256, num_warps=4, programs_per_sm=4)
+    # (a float32 dot keeps its operands in shared memory: two stages of a 64-row tile fit an H100/H200's 227 KB)
+    return DotConfig(block_n=64, block_m=min(max(16, triton.next_power_of_2(m)), 32), block_k=128, num_warps=4,
+                     num_stages=2, programs_per_sm=2, dot_16bit=True)
+
+
+_LOCKS: dict[torch.device, torch.Tensor] = {}
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4  # the interpreter runs programs one after another; a small count still exercises split-K
+
+
+def _arrival_counters(n: int, device: torch.device) -> torch.Tensor:
+    """At least n int32 counters at zero. Kept across calls: _finish_tile leaves each one back at zero."""
+    locks = _LOCKS.get(device)
+    if locks is None or locks.numel() < n:
+        locks = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _LOCKS[device] = locks
+    return locks
+
+
+def _split_k(tiles: int, k: int, block_k: int, programs_per_sm: int, x: torch.Tensor, m: int, n: int):
+    """Split K until the grid has about programs_per_sm programs per SM.
+
+    Returns (n_splits, K per split, partial buffer, counters); x stands in for the buffers without a split.
+    """
+    k_steps = triton.cdiv(k, block_k)
+    want = max(1, min(k_steps, triton.cdiv(programs_per_sm * _num_sms(x.device), tiles)))
+    steps = triton.cdiv(k_steps, want)
+    splits = triton.cdiv(k_steps, steps)
+    if splits == 1:
+        return 1, k_steps * block_k, x, x  # never touched: SPLIT is false
+    part = torch.empty((splits, m, n), dtype=torch.float32, device=x.device)  # (n_splits, M, N)
+    return splits, steps * block_k, part, _arrival_counters(tiles, x.device)
+
+
+def _precision(x_dtype: torch.dtype) -> str:
+    """The float32 dot kernels' precision. For 16-bit activations tf32 is exact here: their 11 or 8
+    significant bits fit in tf32's 11, and so do the decoded weights; float32 activations need "ieee"."""
+    return "ieee" if x_dtype == torch.float32 else "tf32"
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings explicit (the tuning script calls these directly).
+# --------------------------------------------------------------------------------------------------
+
+
+def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -> torch.Tensor:
+    """Launch with the given settings; if the GPU lacks the shared memory for them (a tuned tile plus a
+    small group size's per-weight scales, say), fall back to default_config."""
+    *rest, cfg = args
+    try:
+        return launch(*rest, cfg)
+    except OutOfResources:
+        fallback = default_config(bits, rest[0].shape[0])
+        if cfg == fallback:
+            raise
+        return launch(*rest, fallback)
+
+
+def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cfg: GemvConfig | DotConfig) -> torch.Tensor:
+    """y (M, N) = x (M, K) @ (w_int8 (N, K) * scales (N,)).T with the given settings."""
+    (m, k), n = x.shape, w_int8.shape[0]
+    # 16 weights per 16-byte load either way; words decode with fewer instructions than bytes
+    words = k % 4 == 0 and w_int8.storage_offset() % 4 == 0
+    w = w_int8.view(torch.int32) if words else w_int8  # (N, K // 4) or (N, K)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    even_k = k % cfg.block_k == 0
+    if isinstance(cfg, GemvConfig):  # all M rows in each program: every weight is decoded once
+        per_word = 4 if words else 1
+        n_units, block_w = k // per_word, max(1, cfg.block_k // per_word)
+        n_tiles = triton.cdiv(n, cfg.block_n)
+        splits, u_split, part, locks = _split_k(n_tiles, n_units, block_w, cfg.programs_per_sm, x, m, n)
+        _w8a16_gemv_kernel[(n_tiles, splits)](
+            x, w, scales, y, part, locks, m, n, n_units, x.stride(0), w.stride(0), y.stride(0), u_split,
+            PER_WORD=per_word, ROWS=triton.next_power_of_2(m), BLOCK_N=cfg.block_n, BLOCK_W=block_w,
+            EVEN=n_units % block_w == 0, SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )  # fmt: skip
+        return y
+    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+    _w8a16_dot_kernel[(n_tiles, splits, m_tiles)](
+        x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
+        BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, WORDS=words, EVEN_K=even_k,
+        DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32, PRECISION=_precision(x.dtype), SPLIT=splits > 1,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return y
+
+
+def w4a16_launch(
+    x: torch.Tensor, words: torch.Tensor, scales: torch.Tensor, group_size: int, cfg: GemvConfig | DotConfig
+) -> torch.Tensor:
+    """y (M, N) = x (M, K) @ W.T from words (N, K // 8) int32 and scales (N, K // G), with the given settings."""
+    (m, k), n = x.shape, words.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    n_words, block_w = k // 8, max(1, cfg.block_k // 8)
+    if isinstance(cfg, GemvConfig):  # all M rows in each program: every weight is decoded once
+        group_words = group_size // 8
+        unit_w = min(block_w, group_words & -group_words)  # the largest power of two dividing both
+        n_tiles = triton.cdiv(n, cfg.block_n)
+        splits, w_split, part, locks = _split_k(n_tiles, n_words, block_w, cfg.programs_per_sm, x, m, n)
+        _w4a16_gemv_kernel[(n_tiles, splits)](
+            x, words, scales, y, part, locks, m, n, n_words, x.stride(0), words.stride(0), scales.stride(0),
+            y.stride(0), w_split, GROUP_SIZE=group_size, UNIT_W=unit_w, ROWS=triton.next_power_of_2(m),
+            BLOCK_N=cfg.block_n, BLOCK_W=block_w, EVEN=n_words % block_w == 0, SPLIT=splits > 1,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )  # fmt: skip
+        return y
+    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    splits, w_split, part, locks = _split_k(n_tiles * m_tiles, n_words, block_w, cfg.programs_per_sm, x, m, n)
+    _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
+        x, words, scales, y, part, locks, m, n, n_words, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
+        w_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_W=block_w,
+        EVEN=n_words % block_w == 0, PRECISION=_precision(x.dtype), SPLIT=splits > 1,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return y
+    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
+    _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
+        x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
+        k_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_W=cfg.block_k // 8,
+        EVEN_K=even_k, DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32, PRECISION=_precision(x.dtype),
+        SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return y
+
+
+# --------------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------------
+
+
+def w8a16_matmul(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """y = x @ (w_int8 * scales[:, None]).T, in x's dtype.
+
+    x: (M, K) float32, float16 or bfloat16. w_int8: (N, K) int8. scales: (N,), x's dtype.
+    All contiguous, on one device. Returns a new (M, N) tensor.
+    """
+    fn = "w8a16_matmul"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "w_int8", w_int8, ndim=2, dtypes=(torch.int8,))
+    check_tensor(fn, "scales", scales, ndim=1)
+    check_same(fn, "dtype", x=x, scales=scales)
+    check_same(fn, "device", x=x, w_int8=w_int8, scales=scales)
+    (m, k), n = x.shape, w_int8.shape[0]
+    if w_int8.shape[1] != k:
+        raise ValueError(f"{fn}: `w_int8` must be (N, K) with K = x.shape[1] = {k}, got shape {tuple(w_int8.shape)}.")
+    if scales.shape[0] != n:
+        raise ValueError(f"{fn}: `scales` must hold one scale per output channel, N = {n}; got {scales.shape[0]}.")
+    if m == 0 or n == 0 or k == 0:
+        raise ValueError(f"{fn}: M, N and K must be positive, got M={m}, N={n}, K={k}.")
+    return _or_default(w8a16_launch, 8, x, w_int8, scales, pick_config(8, m, x))
+
+
+def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int = 128) -> torch.Tensor:
+    """y = x @ W.T in x's dtype, with W[n, k] = (q[n, k] - 8) * scales[n, k // group_size].
+
+    x: (M, K) float32, float16 or bfloat16. w_packed: (N, K // 2) uint8 holding q[n, 2j] in the low nibble
+    of w_packed[n, j] and q[n, 2j + 1] in its high nibble. scales: (N, K // group_size), x's dtype.
+    group_size: a multiple of 8 that divides K. All contiguous, on one device. Returns a new (M, N) tensor.
+    """
+    fn = "w4a16_matmul"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "w_packed", w_packed, ndim=2, dtypes=(torch.uint8,))
+    check_tensor(fn, "scales", scales, ndim=2)
+    check_same(fn, "dtype", x=x, scales=scales)
+    check_same(fn, "device", x=x, w_packed=w_packed, scales=scales)
+    (m, k), n = x.shape, w_packed.shape[0]
+    if w_packed.shape[1] * 2 != k:
+        raise ValueError(f"{fn}: `w_packed` must be (N, K // 2) with K = x.shape[1] = {k}, got shape {tuple(w_packed.shape)}.")
+    if not isinstance(group_size, int) or group_size <= 0 or group_size % 8 or k % group_size:
+        raise ValueError(f"{fn}: `group_size` must be a positive multiple of 8 that divides K = {k}, got {group_size!r}.")
+    if scales.shape != (n, k // group_size):
+        raise ValueError(f"{fn}: `scales` must be (N, K // group_size) = {(n, k // group_size)}, got shape {tuple(scales.shape)}.")
+    if m == 0 or n == 0:
+        raise ValueError(f"{fn}: M and N must be positive, got M={m}, N={n}.")
+    if w_packed.storage_offset() % 4:
+        raise ValueError(f"{fn}: `w_packed` must start on a 4-byte boundary (the kernels read it as 32-bit words); "
+                         "pass a freshly allocated tensor, e.g. w_packed.clone().")
+    words = w_packed.view(torch.int32)  # (N, K // 8): the same bytes, read 8 codes at a time
+    return _or_default(w4a16_launch, 4, x, words, scales, group_size, pick_config(4, m, x))
