@@ -97,6 +97,9 @@ class SpeedCase:
     call: Callable[[ModuleType, Tensors, Params], Any] | None = None
     baseline: Callable[[Tensors, Params], Any] | None = None
     baseline_name: str = "eager PyTorch"
+    # Optional: the baseline's own offline step (e.g. dequantizing weights for cuBLAS), run when each timed
+    # call's inputs are made, outside the timed region; its tensors are added to the inputs.
+    baseline_setup: Callable[[Tensors, Params], Tensors] | None = None
     zero_at: float = 1.0  # a library baseline (cuBLAS, SDPA) can earn partial points below 1.0x
     bonus: bool = False  # counts towards the bonus (e.g. a bonus part's speed), not the main score
 

@@ -702,6 +702,8 @@ def _run_speed(session: _Session, module: ModuleType, request: dict) -> dict:
         inputs = part.make_inputs(params, session.generator(seed, device), device)
         if part.setup is not None:  # the submission's offline step, outside the timed region
             inputs = {**inputs, **part.setup(module, inputs, params)}
+        if sc.baseline_setup is not None:  # and the baseline's, for the same reason
+            inputs = {**inputs, **sc.baseline_setup(inputs, params)}
         return inputs
 
     try:

@@ -80,8 +80,10 @@ def test_a_transpose_by_pytorch_copy_is_refused_even_though_copies_are_allowed_e
         status, message = results[name]
         assert status == "failed" and "computed with PyTorch (aten.clone)" in message
         assert "the copy that transposes is the operation you are writing" in message
-    # A vector's transpose is a view PyTorch returns without copying: nothing to refuse, and it is right.
-    assert results["(1x77) float32"][0] == "passed"
+    # A vector's transpose is a view PyTorch returns without copying: no copy to refuse, but the result is
+    # the input's own memory, which no graded call may return.
+    status, message = results["(1x77) float32"]
+    assert status == "failed" and "shares memory with the input" in message, message
 
 
 def test_zero_output_fails_every_case() -> None:
