@@ -259,13 +259,15 @@ ASSIGNMENT = Assignment(
              _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4),
     ],  # fmt: skip
     speed=[
-        # Decoding one token (M = 1) reads the weights once: 4 bits a weight against cuBLAS's 16.
-        _speed(W4, {"M": 1, "K": 4096, "N": 14336, "group_size": 128}, 3.0),
-        _speed(W4, {"M": 1, "K": 4096, "N": 4096, "group_size": 128}, 2.0),
-        _speed(W4, {"M": 16, "K": 4096, "N": 14336, "group_size": 128}, 2.5),
-        # At 64 rows cuBLAS is starting to compute rather than wait on memory: matching it is the target.
-        _speed(W4, {"M": 64, "K": 4096, "N": 14336, "group_size": 128}, 1.0, zero_at=0.5),
-        _speed(W8, {"M": 1, "K": 4096, "N": 14336}, 1.8),
+        # Full points sit about 12-15% below the reference solution's speed-up in five gradings on an H200
+        # (results/h200/stability.md), so that the reference earns them every time. The course's goals for a
+        # Marlin-class kernel (3x, 2x, 2.5x, 1.0x and 1.8x cuBLAS) are beyond it: see the handout.
+        _speed(W4, {"M": 1, "K": 4096, "N": 14336, "group_size": 128}, 1.6),
+        _speed(W4, {"M": 1, "K": 4096, "N": 4096, "group_size": 128}, 1.45),
+        _speed(W4, {"M": 16, "K": 4096, "N": 14336, "group_size": 128}, 1.0, zero_at=0.5),
+        # At 64 rows cuBLAS is starting to compute rather than wait on memory.
+        _speed(W4, {"M": 64, "K": 4096, "N": 14336, "group_size": 128}, 0.75, zero_at=0.4),
+        _speed(W8, {"M": 1, "K": 4096, "N": 14336}, 1.35),
     ],
 )
 
