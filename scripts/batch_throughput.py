@@ -1,10 +1,11 @@
 """Measure `autograder batch` throughput on one GPU against all visible GPUs (issue: grading a class at scale).
 
-    python scripts/batch_throughput.py --out OUT [--students 16] [--max-cases 2] [SLUG ...]
+    python scripts/batch_throughput.py --out OUT [--students 20] [--max-cases 2] [SLUG ...]
 
-Generates a class of submissions (the reference solution, the minimal correct one and wrong ones, from
-tests/submissions/), grades it with CUDA_VISIBLE_DEVICES set to the first GPU, then to every GPU, and writes
-OUT/batch_throughput.json with the wall times and the speed-up.
+Generates a class of submissions (the reference solution, the minimal correct one, the wrong ones of
+tests/submissions/ and the solution made to crash three ways), grades it with CUDA_VISIBLE_DEVICES set
+to the first GPU, then to every GPU, and writes OUT/batch_throughput.json with the wall times and the
+speed-up.
 """
 
 from __future__ import annotations
@@ -22,17 +23,34 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+# Appended to an honest kernels.py, each makes every public function crash: the batch must grade the rest.
+CRASHES = {
+    "raise": "raise RuntimeError('crash')",
+    "segfault": "import ctypes; ctypes.string_at(0)",
+    "exit": "import os; os._exit(3)",
+}
+
+
 def make_class(folder: Path, slugs: list[str], students: int) -> None:
-    sources = []
+    """Correct, wrong and crashing submissions, cycled until there are `students` of them."""
+    from autograder.specs import load_spec
+
+    sources: list[tuple[str, str]] = []
     for slug in slugs:
         subs = REPO_ROOT / "tests" / "submissions" / slug
-        sources += [(slug, REPO_ROOT / "solutions" / slug / "kernels.py")]
-        sources += [(slug, p) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))]
+        honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
+        sources.append((slug, honest))
+        sources += [(slug, p.read_text()) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))]
+        for crash in CRASHES.values():
+            for name in load_spec(slug).api:
+                honest += f"\n\ndef {name}(*args, **kwargs):\n    {crash}\n"
+            sources.append((slug, honest))
+            honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
     for i in range(students):
-        slug, src = sources[i % len(sources)]
+        slug, code = sources[i % len(sources)]
         dst = folder / f"student_{i:03d}" / slug
         dst.mkdir(parents=True)
-        shutil.copy(src, dst / "kernels.py")
+        (dst / "kernels.py").write_text(code)
 
 
 def run(folder: Path, out: Path, slugs: list[str], gpus: str, max_cases: int) -> float:
@@ -48,7 +66,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("slugs", nargs="*", default=["rmsnorm"])
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--students", type=int, default=16)
+    p.add_argument("--students", type=int, default=20)
     p.add_argument("--max-cases", type=int, default=2)
     args = p.parse_args()
     import torch
