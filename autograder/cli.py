@@ -68,11 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _unknown_slugs(slugs: list[str]) -> str:
+    """A sentence naming the slugs the course does not have, or ''."""
+    unknown = [s for s in slugs if s not in SLUGS]
+    return f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}." if unknown else ""
+
+
 def _submission_files(args: argparse.Namespace, console: Console) -> dict[str, Path] | None:
     """slug -> kernels.py to grade, or None after explaining what is wrong with the arguments."""
-    unknown = [s for s in args.slugs if s not in SLUGS]
-    if unknown:
-        console.print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
+    if problem := _unknown_slugs(args.slugs):
+        console.print(problem)
         return None
     slugs = args.slugs or SLUGS
     if args.solutions:
@@ -173,12 +178,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from autograder.bench import REPO_ROOT as ROOT, run_bench
+    from autograder.bench import run_bench
 
     if args.replot:
         from autograder.plots import replot
 
-        for path in replot(args.out or ROOT / "results" / "h200"):
+        for path in replot(args.out or REPO_ROOT / "results" / "h200"):
             print(f"wrote {path} and {path.with_suffix('.md')}")
         return 0
     return run_bench(args.slugs or SLUGS, args.out, args.quick)
@@ -188,9 +193,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from autograder.batch import BatchError, discover, run_batch, slurm_script, write_scores
     from autograder.doctor import resolve_device
 
-    unknown = [s for s in args.slugs if s not in SLUGS]
-    if unknown:
-        print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
+    if problem := _unknown_slugs(args.slugs):
+        print(problem)
         return 2
     slugs = args.slugs or SLUGS
     out = (args.out or args.folder.with_name(args.folder.name + "_graded")).resolve()
@@ -222,9 +226,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
 def cmd_gradescope(args: argparse.Namespace) -> int:
     from autograder.gradescope import build_bundle
 
-    unknown = [s for s in args.slugs if s not in SLUGS]
-    if unknown:
-        print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
+    if problem := _unknown_slugs(args.slugs):
+        print(problem)
         return 2
     path = build_bundle(args.slugs or SLUGS, args.out)
     print(f"Wrote {path}: upload it as the assignment's autograder on Gradescope (base image Ubuntu 24.04).")

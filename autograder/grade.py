@@ -21,9 +21,10 @@ from typing import Any
 
 import torch
 
+from autograder import timing
 from autograder.checking import check_meta, compare, physical_floor
 from autograder.runner import Worker, WorkerLost
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tolerance, generator
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, generator
 from autograder.specs import load_spec
 
 # Timed calls whose outputs the grader checks, drawn at random after the timing: a submission that is
@@ -107,14 +108,6 @@ def _points(part: Part, tier: str) -> float:
     return part.points / max(1, len(part.cases_for(tier)))
 
 
-def _tolerance(part: Part, params: Params) -> Tolerance:
-    """The case's tolerance: a spec may give one per dtype, or a function of the case's parameters."""
-    if hasattr(part, "tolerance"):
-        return part.tolerance(params)
-    tol = part.tolerances[params["dtype"]]
-    return tol if isinstance(tol, Tolerance) else tol(params)
-
-
 def _load_outputs(blob: Any) -> dict[str, torch.Tensor]:
     """Outputs from a reply: a dict of tensors (older workers sent them as torch.save bytes)."""
     if isinstance(blob, (bytes, bytearray)):
@@ -169,7 +162,7 @@ def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Ten
             problem = f"`{name}` is on {meta['device']}, but should be on {device.type} like the inputs."
         if problem:
             return False, problem
-        verdict = compare(name, outputs[name].to(ref.device), ref, _tolerance(part, params))
+        verdict = compare(name, outputs[name].to(ref.device), ref, part.tolerance(params))
         if not verdict.ok:
             return False, verdict.message
         worst = max(worst, verdict.max_error)
@@ -218,7 +211,7 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
                     if reply.get("problems"):  # a refusal explains the error better than its exception
                         result.message = str(reply["problems"][0])
                 else:
-                    ok, message = _judge(part, case.params, reply, reference, device, getattr(spec, "forbidden_note", ""))
+                    ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
                     result.status, result.message = ("passed" if ok else "failed"), message
                     result.score = pts if ok else 0.0
             except _UNREADABLE as exc:
@@ -250,8 +243,6 @@ def measured_peaks(device: torch.device) -> Peaks:
     """Copy bandwidth and matmul rate of `device`, measured once per grading process."""
     key = str(device)
     if key not in _PEAKS:
-        from autograder import timing
-
         _PEAKS[key] = Peaks(timing.copy_bandwidth_gbps(device), timing.matmul_tflops(device))
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -274,14 +265,6 @@ def _timed_call_problem(timed: dict, reps: int, note: str = "") -> str:
     return ""
 
 
-def _spread(xs: list[float]) -> float:
-    """Interquartile range over the median of one candidate's timed calls (0 with fewer than two)."""
-    if len(xs) < 2:
-        return 0.0
-    q = statistics.quantiles(xs, n=4)
-    return (q[2] - q[0]) / statistics.median(xs)
-
-
 def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], copy_gbps: float,
                   peaks: Peaks) -> tuple[float, str, str, dict]:
     """(points, status, message, extra) for a speed case whose timed outputs were all correct."""
@@ -296,7 +279,7 @@ def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], 
     extra = {"ms": ms, "baseline_ms": base_ms, "speedup": speedup, "gbps": gbps, "pct_copy": pct,
              "copy_gbps": shown_copy, "target_speedup": sc.target_speedup, "baseline": sc.baseline_name,
              "floor_copy_gbps": peaks.copy_gbps, "floor_tflops": peaks.matmul_tflops,
-             "spread": _spread(times["submission"]), "baseline_spread": _spread(times["baseline"])}  # fmt: skip
+             "spread": timing.spread(times["submission"]), "baseline_spread": timing.spread(times["baseline"])}  # fmt: skip
     if flops is not None and ms > 0:
         extra["tflops"] = flops / (ms * 1e-3) / 1e12
     if floor:
@@ -319,7 +302,7 @@ def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, s
     sc = spec.speed[index]
     params = {**sc.params, **(selection.speed_params or {})}
     result = CaseResult(sc.task, Case(params, "gpu").name, "failed", 0.0, sc.points, kind="speed",
-                        bonus=getattr(sc, "bonus", False))
+                        bonus=sc.bonus)
     part = spec.part(sc.task)
     cpu = device.type != "cuda"
     rep_seeds = [seeds.next() for _ in range(reps)]  # one new input set per timed call
@@ -332,7 +315,7 @@ def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, s
             result.status = "error"
             result.message = reply["problems"][0] if reply.get("problems") else str(reply["message"])
             return result
-        problem = (reply.get("problems") or [""])[0] or _timed_call_problem(reply["timed"], reps, getattr(spec, "forbidden_note", ""))
+        problem = (reply.get("problems") or [""])[0] or _timed_call_problem(reply["timed"], reps, spec.forbidden_note)
         if problem:
             result.message = problem
             return result
@@ -347,7 +330,7 @@ def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, s
             ref = next(iter(part.reference(inputs, params).values()))
             out = kept["outputs"].get(str(r))
             problem = check_meta("output", out, tuple(ref.shape), DTYPES[params["dtype"]], "cpu")
-            verdict = compare("output", out.to(ref.device), ref, _tolerance(part, params)) if not problem else None
+            verdict = compare("output", out.to(ref.device), ref, part.tolerance(params)) if not problem else None
             if problem or not verdict.ok:
                 result.message = (
                     f"The output of timed call {r + 1} of {reps} was wrong: " + (problem or verdict.message) + " Every "
@@ -406,7 +389,7 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
             for index in speed_cases:
                 sc = spec.speed[index]
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
-                                               bonus=getattr(sc, "bonus", False)))  # fmt: skip
+                                               bonus=sc.bonus))  # fmt: skip
         else:
             for index in speed_cases:
                 sc = spec.speed[index]
@@ -414,7 +397,7 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
                 if sc.task not in passed_tasks:
                     result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
                                                    f"not timed: every correctness case of {sc.task} must pass first",
-                                                   kind="speed", bonus=getattr(sc, "bonus", False)))  # fmt: skip
+                                                   kind="speed", bonus=sc.bonus))  # fmt: skip
                 else:
                     result.cases.append(_speed(spec, index, worker, device, seeds, reps, timeout, selection))
     finally:

@@ -145,7 +145,9 @@ def median(xs: list[float]) -> float:
 
 
 def spread(xs: list[float]) -> float:
-    """Interquartile range over the median: how much one timing moves from call to call."""
+    """Interquartile range over the median: how much one timing moves from call to call (0 with fewer than two)."""
+    if len(xs) < 2:
+        return 0.0
     q = statistics.quantiles(xs, n=4)
     return (q[2] - q[0]) / statistics.median(xs)
 

@@ -639,7 +639,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict) -> dict:
     except BaseException as exc:  # noqa: BLE001  (e.g. a huge case refused by the memory limit)
         return _failure(session, exc, part.task)
     before = {k: v.clone() for k, v in inputs.items()}
-    watch = _Watch(session.submission_file, refused=frozenset(getattr(spec, "forbidden_ops", ())))
+    watch = _Watch(session.submission_file, refused=spec.forbidden_ops)
     if device.type == "cuda":
         watch.stream = torch.cuda.current_stream().cuda_stream
     try:
@@ -718,7 +718,7 @@ def _run_speed(session: _Session, module: ModuleType, request: dict) -> dict:
 
     def submission(inputs: dict) -> Any:
         global _WATCH
-        watch = _Watch(session.submission_file, timed=True, refused=frozenset(getattr(spec, "forbidden_ops", ())))
+        watch = _Watch(session.submission_file, timed=True, refused=spec.forbidden_ops)
         watch.stream = stream
         _WATCH = watch
         session.guard.in_call = True

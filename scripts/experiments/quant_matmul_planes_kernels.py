@@ -1,4 +1,10 @@
-"""Assignment 09, weight-only quantized matmul: W8A16 and W4A16 kernels in Triton.
+"""EXPERIMENT, not the solution: a rewrite of solutions/quant_matmul/kernels.py that never re-interleaves
+the decoded nibbles (y = sum_i plane_i . x[i::8]). Correct, but 1.3-1.9x slower than the solution on an
+H200 (results/h200/tune_quant_matmul_planes.txt), so the solution was kept; this file is the record.
+Tuned by scripts/experiments/tune_quant_matmul_planes.py; its settings are in
+results/h200/tune_quant_matmul_planes_configs.json.
+
+Assignment 09, weight-only quantized matmul: W8A16 and W4A16 kernels in Triton.
 
     w8a16_matmul(x, w_int8, scales):           y = x @ (w_int8 * scales[:, None]).T
     w4a16_matmul(x, w_packed, scales, G=128):  y = x @ W.T,  W[n, k] = (q[n, k] - 8) * scales[n, k // G]
@@ -553,7 +559,7 @@ class DotConfig:
 
 # Settings chosen by a sweep on an H200 (scripts/tune_quant_matmul.py writes this file), per format and
 # M bucket; elsewhere, and for shapes the sweep did not see, the defaults below.
-CONFIG_TABLE = Path(__file__).resolve().parents[2] / "results" / "h200" / "quant_matmul_configs.json"
+CONFIG_TABLE = Path(__file__).resolve().parents[2] / "results" / "h200" / "tune_quant_matmul_planes_configs.json"
 DEFAULT_GEMV_MAX_M = 1
 
 

@@ -1,8 +1,11 @@
-"""Check the quant_matmul solution on a GPU, sweep its launch settings per M, time it against cuBLAS fp16
-and PyTorch's int4 kernel, and choose the settings the solution uses on an H100/H200.
+"""EXPERIMENT: scripts/tune_quant_matmul.py's sweep, pointed at the rejected "nibble planes" rewrite in
+scripts/experiments/quant_matmul_planes_kernels.py instead of the solution, with a grid for that
+kernel's settings. Its table goes to results/h200/tune_quant_matmul_planes_configs.json, never to the
+solution's. Kept as the record behind results/h200/tune_quant_matmul_planes.txt; what follows describes
+the shared procedure.
 
-    python3 scripts/tune_quant_matmul.py [--out DIR] [--write-table] [--jobs 14] [--quick]
-    TRITON_INTERPRET=1 python3 scripts/tune_quant_matmul.py --smoke --out /tmp/x    # plumbing only, on a CPU
+    python3 scripts/experiments/tune_quant_matmul_planes.py [--out DIR] [--write-table] [--jobs 14] [--quick]
+    TRITON_INTERPRET=1 python3 scripts/experiments/tune_quant_matmul_planes.py --smoke --out /tmp/x    # plumbing only
 
 1. Compiling is most of the cost of a sweep, so every setting is first compiled, run once and checked
    against a float64 reference (and run again, to catch a split-K race) by a pool of worker processes;
@@ -36,15 +39,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
-SOLUTION = REPO_ROOT / "solutions" / "quant_matmul" / "kernels.py"
+SOLUTION = REPO_ROOT / "scripts" / "experiments" / "quant_matmul_planes_kernels.py"  # the kernels under test
 VARIANTS: dict[str, list[tuple[str, str]]] = {
     # name -> [(text in the solution, replacement)]: variants made from the solution's source
 }
 _modules: dict[str, Any] = {}
-_TABLE_PATH = REPO_ROOT / "results" / "h200" / "quant_matmul_configs.json"
+_TABLE_PATH = REPO_ROOT / "results" / "h200" / "tune_quant_matmul_planes_configs.json"
 PREVIOUS_TABLE: dict = json.loads(_TABLE_PATH.read_text()) if _TABLE_PATH.exists() else {}
 
 
@@ -232,7 +235,7 @@ def sweep_jobs(quick: bool, smoke: bool) -> list[dict]:
             shapes = [(4096, 14336), (4096, 4096)] if m == 1 else [(4096, 14336)]
             for (k, n), per_sm in itertools.product(shapes, [1, 2, 4, 8]):
                 add(8, "gemv", gemv(bn, bk, warps, per_sm, stages), m, k, n)
-    old = json.loads((REPO_ROOT / "results" / "h200" / "quant_matmul_configs.json").read_text())["w8"]
+    old = json.loads(_TABLE_PATH.read_text())["w8"]
     for m in (2, 4, 8):
         if old.get(str(m), {}).get("path") == "dot":
             add(8, "dot", old[str(m)]["cfg"], m, 4096, 14336)
@@ -334,7 +337,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny shapes under the interpreter: the plumbing only")
     ap.add_argument("--no-spec", action="store_true", help="skip the grading spec's GPU cases")
     ap.add_argument("--write-table", action="store_true",
-                    help="write the chosen settings to results/h200/quant_matmul_configs.json (which the solution reads)")
+                    help="write the chosen settings to results/h200/tune_quant_matmul_planes_configs.json (which the experiment reads)")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--compile-budget", type=float, default=70.0, help="seconds from the start for compiling and checking")
     ap.add_argument("--time-budget", type=float, default=120.0, help="seconds from the start for the sweep's timing")
