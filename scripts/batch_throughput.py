@@ -11,6 +11,7 @@ speed-up.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import json
 import os
@@ -31,26 +32,35 @@ CRASHES = {
 }
 
 
-def make_class(folder: Path, slugs: list[str], students: int) -> None:
-    """Correct, wrong and crashing submissions, cycled until there are `students` of them."""
+def make_class(folder: Path, slugs: list[str], students: int) -> dict[str, str]:
+    """Correct, wrong and crashing submissions, cycled until there are `students` of them; returns each one's kind."""
     from autograder.specs import load_spec
 
-    sources: list[tuple[str, str]] = []
+    sources: list[tuple[str, str, str]] = []
     for slug in slugs:
         subs = REPO_ROOT / "tests" / "submissions" / slug
         honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
-        sources.append((slug, honest))
-        sources += [(slug, p.read_text()) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))]
-        for crash in CRASHES.values():
+        sources.append((slug, "solution", honest))
+        sources += [(slug, p.stem, p.read_text()) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))]
+        for kind, crash in CRASHES.items():
             for name in load_spec(slug).api:
                 honest += f"\n\ndef {name}(*args, **kwargs):\n    {crash}\n"
-            sources.append((slug, honest))
+            sources.append((slug, f"crash_{kind}", honest))
             honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
+    kinds: dict[str, str] = {}
     for i in range(students):
-        slug, code = sources[i % len(sources)]
+        slug, kind, code = sources[i % len(sources)]
+        kinds[f"student_{i:03d}"] = kind
         dst = folder / f"student_{i:03d}" / slug
         dst.mkdir(parents=True)
         (dst / "kernels.py").write_text(code)
+    return kinds
+
+
+def read_totals(graded: Path) -> dict[str, float]:
+    """Total points per student from a batch's scores.csv."""
+    with (graded / "scores.csv").open() as fh:
+        return {row["student"]: float(row["total"]) for row in csv.DictReader(fh)}
 
 
 def run(folder: Path, out: Path, slugs: list[str], gpus: str, max_cases: int) -> float:
@@ -73,17 +83,23 @@ def main() -> int:
 
     n = torch.cuda.device_count()
     work = args.out / "class"
-    make_class(work, args.slugs, args.students)
+    kinds = make_class(work, args.slugs, args.students)
     one = run(work, args.out / "graded_1gpu", args.slugs, "0", args.max_cases)
     every = run(work, args.out / "graded_all", args.slugs, ",".join(map(str, range(n))), args.max_cases)
-    same = (args.out / "graded_1gpu" / "scores.csv").read_text().count("\n") == (args.out / "graded_all" / "scores.csv").read_text().count("\n")
+    totals_1, totals_all = read_totals(args.out / "graded_1gpu"), read_totals(args.out / "graded_all")
     result = {
         "gpu": torch.cuda.get_device_name(0), "gpus": n, "students": args.students, "slugs": args.slugs,
         "max_cases": args.max_cases, "seconds_1gpu": one, "seconds_all": every, "speedup": one / every,
-        "same_rows": same, "torch": torch.__version__, "date": datetime.date.today().isoformat(),
+        "same_students": sorted(totals_1) == sorted(totals_all),
+        "max_total_difference": max(abs(totals_1[s] - totals_all.get(s, 0.0)) for s in totals_1),
+        "students_by_kind": {k: sum(1 for v in kinds.values() if v == k) for k in sorted(set(kinds.values()))},
+        "totals": {s: {"kind": kinds[s], "1gpu": totals_1[s], "all": totals_all.get(s)} for s in sorted(totals_1)},
+        "torch": torch.__version__, "date": datetime.date.today().isoformat(),
     }
     (args.out / "batch_throughput.json").write_text(json.dumps(result, indent=1) + "\n")
     shutil.copy(args.out / "graded_all" / "scores.csv", args.out / "scores_all.csv")
+    for student, row in result["totals"].items():
+        print(f"{student}  {row['kind']:<28} {row['1gpu']:7.2f} {row['all']:7.2f}")
     print(f"{args.students} submissions: 1 GPU {one:.0f} s, {n} GPUs {every:.0f} s, {one / every:.2f}x")
     return 0
 
