@@ -344,6 +344,15 @@ def block_forward(
     return x2.view(batch, seq, hidden)
 
 
+def reference_block(x: torch.Tensor, weights: BlockWeights, cfg: LlamaConfig, dtype: torch.dtype, start: int = 0,
+                    cache: KVCache | None = None) -> torch.Tensor:  # fmt: skip
+    """The PyTorch block in a wider dtype (float32 or float64), on the same weights and a copy of the cache:
+    what the course's blocks are checked against."""
+    rotary = rotary_tables(cfg, start + x.shape[1], dtype, x.device)
+    cache_ref = KVCache(cache.k.to(dtype), cache.v.to(dtype)) if cache is not None else None
+    return block_forward(x.to(dtype), weights.to(dtype), cfg, torch_ops(), rotary, start, cache_ref)
+
+
 def _write_cache(cache: KVCache, k: torch.Tensor, v: torch.Tensor, start: int) -> torch.Tensor:
     end = start + k.shape[2]
     cache.k[:, :, start:end] = k

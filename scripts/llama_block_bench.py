@@ -47,6 +47,7 @@ from course.llama import (  # noqa: E402
     load_course_kernels,
     quantized,
     random_weights,
+    reference_block,
     relative_error,
     rotary_tables,
     torch_ops,
@@ -66,7 +67,6 @@ class Bench:
         self.weights = random_weights(cfg, dtype, device, seed=0)
         self.weights_w4 = quantized(self.weights, cfg.group_size)
         self.rotary = rotary_tables(cfg, max_positions, dtype, device)
-        self.rotary32 = rotary_tables(cfg, max_positions, torch.float32, device)
         self.kernels, self.sources = load_course_kernels(device, prefer=kernels)
 
     def ops(self, switched_on: tuple[str, ...]) -> Ops:
@@ -83,9 +83,7 @@ class Bench:
 
     def reference(self, x: torch.Tensor, w4: bool, start: int = 0, cache: KVCache | None = None) -> torch.Tensor:
         """The PyTorch block in float32 on the same weights (the dequantized ones for W4A16)."""
-        weights = (self.weights_w4 if w4 else self.weights).to(torch.float32)
-        cache32 = KVCache(cache.k.float(), cache.v.float()) if cache is not None else None
-        return block_forward(x.float(), weights, self.cfg, torch_ops(), self.rotary32, start, cache32)
+        return reference_block(x, self.weights_w4 if w4 else self.weights, self.cfg, torch.float32, start, cache)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from course.llama import (
     quantize_w4,
     quantized,
     random_weights,
+    reference_block,
     relative_error,
     rotary_tables,
     torch_ops,
@@ -41,10 +42,8 @@ def weights():
     return random_weights(TINY, torch.float32, DEVICE, seed=3)
 
 
-def reference(x, weights, start=0, cache=None):
-    rot64 = rotary_tables(TINY, 64, torch.float64, DEVICE)
-    cache64 = KVCache(cache.k.double(), cache.v.double()) if cache is not None else None
-    return block_forward(x.double(), weights.to(torch.float64), TINY, torch_ops(), rot64, start, cache64)
+def reference(x, weights):
+    return reference_block(x, weights, TINY, torch.float64)
 
 
 @pytest.mark.parametrize("switches", [("rmsnorm",), ("rope",), ("attention",), ("swiglu",), tuple(KERNELS)])
