@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from autograder import timing
+from autograder.plots import markdown_table, plot_results
 from autograder.spec import generator
 from autograder.specs import load_spec
 
@@ -26,34 +27,6 @@ def gpu_slug(name: str) -> str:
         if key.lower() in name.lower():
             return key.lower()
     return "".join(ch for ch in name.lower() if ch.isalnum())
-
-
-def markdown_table(results: dict) -> str:
-    meta = results["meta"]
-    rows = results["rows"]
-    flops = any(r.get("tflops") for r in rows)
-    # Ratios are against eager PyTorch where it was timed, else against the first library baseline.
-    impls = list(dict.fromkeys(r["impl"] for r in rows))
-    ref = "eager" if "eager" in impls else next((i for i in impls if i != "solution"), "solution")
-    lines = [
-        f"Measured on {meta['gpu']} ({meta['date']}; torch {meta['torch']}, triton {meta['triton']}); "
-        f"device copy {meta['copy_gbps']:,.0f} GB/s. Median of {meta['reps']} calls, L2 flushed before each.",
-        "",
-        "| pass | shape | dtype | impl | time (us) | " + ("TFLOP/s | " if flops else "") + f"GB/s | % of copy | vs {ref} |",
-        "|---|---|---|---|---:|" + ("---:|" if flops else "") + "---:|---:|---:|",
-    ]
-    # Keyed by dtype too: a suite may time the same shape in several dtypes.
-    base_ms = {(r["pass"], tuple(r["shape"]), r["dtype"]): r["ms"] for r in rows if r["impl"] == ref}
-    for r in rows:
-        base = base_ms.get((r["pass"], tuple(r["shape"]), r["dtype"]))
-        ratio = f"{base / r['ms']:.2f}x" if base else ""
-        shape = "x".join(map(str, r["shape"]))
-        tf = (f"{r['tflops']:,.0f} | " if r.get("tflops") else " | ") if flops else ""
-        lines.append(
-            f"| {r['pass']} | {shape} | {r['dtype']} | {r['impl']} | {r['ms'] * 1e3:,.1f} | {tf}{r['gbps']:,.0f} | "
-            f"{r['pct_copy']:.0f}% | {ratio} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
@@ -100,8 +73,6 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
         }  # fmt: skip
         (out / f"{slug}.json").write_text(json.dumps(results, indent=1) + "\n")
         (out / f"{slug}.md").write_text(markdown_table(results))
-        from autograder.plots import plot_results
-
         plot_results(results, slug, out / f"{slug}.png")
         print(markdown_table(results))
     return 0

@@ -1,4 +1,5 @@
-"""Plots of committed benchmark results: one PNG per assignment, the solution against every baseline.
+"""Tables and plots of benchmark results: per assignment a markdown table and a PNG, the solution against
+every baseline, and a summary over the course.
 
 Memory-bound calls are drawn as % of the copy bandwidth measured in the same run; compute-bound ones
 (rows with TFLOP/s) as TFLOP/s. Needs only matplotlib and the JSON, so it runs on a CPU.
@@ -15,6 +16,34 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PNG_META = {"Software": None}  # regenerating from the same JSON gives the same bytes
+
+
+def markdown_table(results: dict) -> str:
+    meta = results["meta"]
+    rows = results["rows"]
+    flops = any(r.get("tflops") for r in rows)
+    # Ratios are against eager PyTorch where it was timed, else against the first library baseline.
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    ref = "eager" if "eager" in impls else next((i for i in impls if i != "solution"), "solution")
+    lines = [
+        f"Measured on {meta['gpu']} ({meta['date']}; torch {meta['torch']}, triton {meta['triton']}); "
+        f"device copy {meta['copy_gbps']:,.0f} GB/s. Median of {meta['reps']} calls, L2 flushed before each.",
+        "",
+        "| pass | shape | dtype | impl | time (us) | " + ("TFLOP/s | " if flops else "") + f"GB/s | % of copy | vs {ref} |",
+        "|---|---|---|---|---:|" + ("---:|" if flops else "") + "---:|---:|---:|",
+    ]
+    # Keyed by dtype too: a suite may time the same shape in several dtypes.
+    base_ms = {(r["pass"], tuple(r["shape"]), r["dtype"]): r["ms"] for r in rows if r["impl"] == ref}
+    for r in rows:
+        base = base_ms.get((r["pass"], tuple(r["shape"]), r["dtype"]))
+        ratio = f"{base / r['ms']:.2f}x" if base else ""
+        shape = "x".join(map(str, r["shape"]))
+        tf = (f"{r['tflops']:,.0f} | " if r.get("tflops") else " | ") if flops else ""
+        lines.append(
+            f"| {r['pass']} | {shape} | {r['dtype']} | {r['impl']} | {r['ms'] * 1e3:,.1f} | {tf}{r['gbps']:,.0f} | "
+            f"{r['pct_copy']:.0f}% | {ratio} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def plot_results(results: dict, title: str, path: Path) -> Path:
@@ -57,8 +86,6 @@ def plot_results(results: dict, title: str, path: Path) -> Path:
 
 def replot(folder: Path) -> list[Path]:
     """Rewrite <slug>.md and <slug>.png for every <slug>.json that `bench` wrote in `folder`."""
-    from autograder.bench import markdown_table
-
     written = []
     for path in sorted(folder.glob("*.json")):
         results = json.loads(path.read_text())

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from autograder.specs.quant_matmul import pack_int4, unpack_int4
+from course.int4 import pack_int4, unpack_int4
 from course.loader import load_kernels
 
 # --------------------------------------------------------------------------------------------------

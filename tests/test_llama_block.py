@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.specs.quant_matmul import unpack_int4
 from course.env import DEVICE
+from course.int4 import unpack_int4
 from course.llama import (
     KERNELS,
     LLAMA3_8B,

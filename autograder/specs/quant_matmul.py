@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from course.int4 import pack_int4, unpack_int4  # noqa: F401  (the format the inputs use; tests and notebooks reach it here too)
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. Codes are uniform over their range, as after round-to-nearest quantization of smooth weights;
@@ -48,18 +49,6 @@ def make_w8_inputs(params: Params, g: torch.Generator, device: torch.device) -> 
     w = torch.randint(-127, 128, (n, k), generator=g, device=device, dtype=torch.int8)  # (N, K)
     scales = _scales((n,), g, device, 0.5 / 127)  # (N,): weights up to about 0.9 in magnitude
     return {"x": x.to(dtype), "w_int8": w, "scales": scales.to(dtype)}
-
-
-def pack_int4(q: torch.Tensor) -> torch.Tensor:
-    """(N, K) codes in 0..15 -> (N, K // 2) uint8: even k in the low nibble, odd k in the high nibble."""
-    q = q.to(torch.uint8)
-    return q[:, 0::2] | (q[:, 1::2] << 4)
-
-
-def unpack_int4(w_packed: torch.Tensor) -> torch.Tensor:
-    """(N, K // 2) uint8 -> (N, K) codes in 0..15, as int16."""
-    lo, hi = w_packed & 0xF, w_packed >> 4
-    return torch.stack((lo, hi), dim=-1).reshape(w_packed.shape[0], -1).to(torch.int16)
 
 
 def make_w4_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
