@@ -2,7 +2,8 @@
 
 `python -m autograder gradescope [SLUG...]` writes a zip with setup.sh (installs the pinned CPU stack),
 run_autograder (grades /autograder/submission into /autograder/results/results.json) and the grader itself
-(autograder/, course/, pyproject.toml). The solutions, tests and notebooks stay out of it.
+(autograder/, course/, pyproject.toml, and each assignment's launch settings, assignments/<slug>/configs.json,
+for a kernels.py uploaded without its table). The solutions, tests and notebooks stay out of it.
 
 Gradescope's machines have no GPU, so the bundle grades the CPU tier (Triton's interpreter, float32) and
 says so in the results; speed is graded on a GPU with `make grade` or `python -m autograder batch`.
@@ -68,6 +69,9 @@ def build_bundle(slugs: list[str], out: Path) -> Path:
     for package in ("autograder", "course"):
         for path in sorted((REPO_ROOT / package).rglob("*.py")):
             files[str(path.relative_to(REPO_ROOT))] = path.read_bytes()
+    for slug in slugs:  # the launch settings a lone kernels.py falls back on (course/configs.py)
+        table = REPO_ROOT / "assignments" / slug / "configs.json"
+        files[str(table.relative_to(REPO_ROOT))] = table.read_bytes()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # the same bytes for the same sources

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
+from course.device import KNOWN_GPUS
 from course.loader import load_kernels
 
 k = load_kernels("quant_matmul", "solutions")
@@ -48,19 +47,21 @@ def test_bad_arguments_are_explained(call, error, phrase: str) -> None:
 
 
 def test_the_committed_table_has_a_setting_for_every_m_bucket_of_both_formats() -> None:
-    table = json.loads(k.CONFIG_TABLE.read_text())
-    assert "H200" in table["gpu"]
     for bits in (4, 8):
-        entries = table[f"w{bits}"]
-        assert set(entries) == {str(2**i) for i in range(9)}
-        for entry in entries.values():
-            cfg = (k.GemvConfig if entry["path"] == "gemv" else k.DotConfig)(**entry["cfg"])
+        entries = k.CONFIGS.gpus["NVIDIA H200"][f"w{bits}"]
+        assert set(entries) == {f"m<={2**i}" for i in range(9)}
+        for m in (2**i for i in range(9)):
+            cfg = k.quant_config(KNOWN_GPUS["NVIDIA H200"], bits, m, torch.float16)
             if isinstance(cfg, k.DotConfig):
                 assert cfg.block_m >= 16 and cfg.block_n >= 16 and cfg.block_k >= 128
 
 
-def test_the_table_applies_to_h100_and_h200_only() -> None:
-    assert k._tuned("NVIDIA H200")["w4"]["1"]["path"] == "gemv"
-    assert k._tuned("NVIDIA A100-SXM4-80GB") == {}
+def test_the_h200_settings_serve_the_h100_and_other_gpus_get_the_defaults() -> None:
+    h200, h100 = KNOWN_GPUS["NVIDIA H200"], KNOWN_GPUS["NVIDIA H100 80GB HBM3"]
+    assert isinstance(k.quant_config(h200, 4, 1, torch.float16), k.GemvConfig)
+    assert k.quant_config(h100, 4, 16, torch.bfloat16) == k.quant_config(h200, 4, 16, torch.bfloat16)
+    assert k.quant_config(h100, 4, 16, torch.bfloat16) != k.default_config(4, 16)
+    assert k.quant_config(KNOWN_GPUS["NVIDIA A100-SXM4-80GB"], 4, 16, torch.float16) == k.default_config(4, 16)
+    assert k.quant_config(h200, 8, 3, torch.float32) == k.default_config(8, 3)  # float32: correctness only
     x = torch.randn(3, 64)
     assert k.pick_config(4, 3, x) == k.default_config(4, 3)  # the interpreter: defaults

@@ -12,14 +12,15 @@ launch wrappers and the autograd Function as they are: the grader calls
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import course.env  # noqa: F401  (turns the CPU interpreter on when there is no GPU, before triton loads)
 import torch
 import triton
 import triton.language as tl
 
-from course.env import interpreter_requested
+from course.configs import ConfigTable, SearchSpace, grid
+from course.device import Device, device_of
 from course.validate import check_same, check_tensor
 
 try:  # Hopper's bulk tensor copy engine (TMA), reached through host-side descriptors (triton >= 3.3)
@@ -33,7 +34,7 @@ HEAD_DIMS = (16, 32, 64, 128)
 
 
 # --------------------------------------------------------------------------------------------------
-# Forward
+# Kernels: the forward, (bonus) the split-K decode, and (bonus) the backward
 # --------------------------------------------------------------------------------------------------
 
 
@@ -115,88 +116,6 @@ def _attn_fwd_kernel(
     raise NotImplementedError("TODO(flash_attention.forward): not implemented yet; see README.md")
 
 
-@dataclass(frozen=True)
-class FwdConfig:
-    block_m: int
-    block_n: int
-    num_warps: int
-    num_stages: int
-
-
-def _fwd_config(head_dim: int, dtype: torch.dtype, causal: bool) -> FwdConfig:
-    """Tile shape, warps and pipeline depth for the forward.
-
-    Chosen from a sweep on an H200 (scripts/tune_flash_attention.py, results/h200/tune_flash_attention.txt).
-    The interpreter gets tiles with BLOCK_M = 2 * BLOCK_N, so the diagonal of a causal tile spans two key
-    blocks and the small test shapes still cross several of them.
-    """
-    if interpreter_requested():
-        return FwdConfig(64, 32, 4, 1)
-    if dtype == torch.float32:
-        return FwdConfig(32, 32, 4, 2)  # exact float32 dots run on the FMA units: small tiles
-    if head_dim == 128:
-        # 597 TFLOP/s non-causal, 524 causal at 4x32x4096 bf16; (128, 64, 8, 3) gave 534 and 487.
-        # Shared memory: Q 32 KB + 3 stages of K and V tiles (64 KB each) = 224 KB of the 227 KB.
-        return FwdConfig(128, 128, 8, 3)
-    if causal:
-        return FwdConfig(64, 64, 4, 3)  # D = 64: 412 TFLOP/s causal, against 401 for (128, 64, 8, 3)
-    return FwdConfig(128, 64, 8, 3)  # D = 64: 460 TFLOP/s non-causal
-
-
-def _use_tma(q: torch.Tensor) -> bool:
-    """TMA descriptors on Hopper and newer, for 16-bit inputs; plain loads elsewhere (and in the interpreter)."""
-    if TensorDescriptor is None or interpreter_requested() or q.device.type != "cuda":
-        return False
-    return q.dtype in (torch.float16, torch.bfloat16) and torch.cuda.get_device_capability(q.device)[0] >= 9
-
-
-def attention_forward(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    causal: bool,
-    scale: float,
-    store_lse: bool,
-    config: FwdConfig | None = None,
-    use_tma: bool | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Launch the forward kernel. Returns o (B, Hq, Sq, D) and, when store_lse, lse (B, Hq, Sq) float32.
-
-    `config` and `use_tma` override the defaults (the tuning script uses them).
-    """
-    batch, n_heads_q, seqlen_q, head_dim = q.shape
-    n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    o = torch.empty_like(q)
-    lse = torch.empty((batch, n_heads_q, seqlen_q), dtype=torch.float32, device=q.device) if store_lse else None
-    if o.numel() == 0:
-        return o, lse
-    cfg = config or _fwd_config(head_dim, q.dtype, causal)
-    tma = _use_tma(q) if use_tma is None else use_tma
-    if tma:
-        # K and V as one (B*Hkv*Sk, D) matrix each: a tile that runs past its head reads the next head's
-        # rows (masked in the kernel) or, at the very end, zeros.
-        k_desc = TensorDescriptor(k, shape=[k.numel() // head_dim, head_dim], strides=[head_dim, 1],
-                                  block_shape=[cfg.block_n, head_dim])
-        v_desc = TensorDescriptor(v, shape=[v.numel() // head_dim, head_dim], strides=[head_dim, 1],
-                                  block_shape=[cfg.block_n, head_dim])
-    else:
-        k_desc, v_desc = k, v  # stand-ins: the kernel does not touch them
-    grid = (triton.cdiv(seqlen_q, cfg.block_m), batch * n_heads_q)
-    _attn_fwd_kernel[grid](
-        q, k, v, o, lse if store_lse else o, k_desc, v_desc,
-        seqlen_q, seqlen_k, n_heads_q, n_heads_q // n_heads_kv, scale * LOG2E,
-        HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, STORE_LSE=store_lse,
-        USE_TMA=tma, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )  # fmt: skip
-    return o, lse
-
-
-# --------------------------------------------------------------------------------------------------
-# Decode (bonus): one query row per head, the keys split across programs, then combined
-# --------------------------------------------------------------------------------------------------
-
-
 @triton.jit
 def _attn_decode_split_kernel(
     q_ptr,  # (B, Hq, 1, HEAD_DIM) contiguous: row b * Hq + h
@@ -241,70 +160,6 @@ def _attn_decode_combine_kernel(
     #   With M = max_s L_s and w_s = exp2(L_s - M): o = sum_s w_s * o_s / sum_s w_s, and the row's
     #   logsumexp is (M + log2(sum_s w_s)) * ln(2). Mask the splits >= n_splits (L = -inf, o = 0).
     raise NotImplementedError("TODO(flash_attention.decode): not implemented yet; see README.md")
-
-
-@dataclass(frozen=True)
-class DecodeConfig:
-    keys_per_split: int
-    block_n: int
-    num_warps: int
-    num_stages: int
-
-
-def _decode_config(head_dim: int, dtype: torch.dtype, seqlen_k: int, n_groups: int, n_sms: int) -> DecodeConfig:
-    """Split size and tile for decode, from a sweep on an H200 (scripts/tune_flash_attention.py).
-
-    Decode only streams K and V, so what matters is that every SM streams from the first microsecond
-    to the last. One program holds 3 stages of 64-key K and V tiles (96 KB of shared memory), so two
-    fit on an SM: split the keys so that the B * Hkv * n_splits programs fill those 2 * n_sms slots
-    once, with no second, partial wave. At B8 Hkv8 Sk4096 that is 4 splits of 1024 keys: 47.2 us,
-    against 48.6 us for 16 splits of 256 and 51.1 us for 32 of 128.
-    """
-    if interpreter_requested():
-        return DecodeConfig(32, 16, 4, 1)
-    if dtype == torch.float32:
-        return DecodeConfig(256, 32, 4, 2)
-    block_n = 64
-    splits = max(1, min(triton.cdiv(seqlen_k, 2 * block_n), (2 * n_sms) // n_groups))
-    keys = triton.cdiv(triton.cdiv(seqlen_k, splits), block_n) * block_n
-    return DecodeConfig(keys, block_n, 4, 3)
-
-
-def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4
-
-
-def attention_decode(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, config: DecodeConfig | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sq == 1: split the keys over programs, then combine. Returns o (B, Hq, 1, D) and lse (B, Hq, 1)."""
-    batch, n_heads_q, _, head_dim = q.shape
-    n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    group = n_heads_q // n_heads_kv
-    cfg = config or _decode_config(head_dim, q.dtype, seqlen_k, batch * n_heads_kv, _num_sms(q.device))
-    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
-    o = torch.empty_like(q)
-    lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
-    o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
-    lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
-    precision = "ieee" if q.dtype == torch.float32 else "tf32"
-    _attn_decode_split_kernel[(n_splits, batch * n_heads_kv)](
-        q, k, v, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
-        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, triton.next_power_of_2(group)),
-        DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )  # fmt: skip
-    _attn_decode_combine_kernel[(batch * n_heads_q,)](
-        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
-        num_warps=4 if head_dim * n_splits >= 4096 else 1,
-    )  # fmt: skip
-    return o, lse
-
-
-# --------------------------------------------------------------------------------------------------
-# Backward (bonus)
-# --------------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -444,6 +299,20 @@ def _attn_bwd_dq_kernel(
     raise NotImplementedError("TODO(flash_attention.backward): not implemented yet; see README.md")
 
 
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and shape, from configs.json
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FwdConfig:
+    block_m: int  # queries per program
+    block_n: int  # keys per step, a divisor of block_m
+    num_warps: int
+    num_stages: int
+    tma: bool = False  # K and V through TMA descriptors (16-bit inputs on Hopper and newer)
+
+
 @dataclass(frozen=True)
 class BwdConfig:
     dkdv_block_m: int  # queries per step of the dK/dV kernel
@@ -454,17 +323,211 @@ class BwdConfig:
     dq_block_n: int  # keys per step of the dQ kernel
     dq_warps: int
     dq_stages: int
+    preprocess_rows: int  # rows of O and dO per program of the delta kernel
 
 
-def _bwd_config(head_dim: int, dtype: torch.dtype) -> BwdConfig:
-    """Tiles for the two backward kernels (chosen on an H200 by scripts/tune_flash_attention.py)."""
-    if interpreter_requested():
-        return BwdConfig(32, 64, 4, 1, 64, 32, 4, 1)
+@dataclass(frozen=True)
+class DecodeConfig:
+    keys_per_split: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+
+def _element_size(bucket: str) -> int:
+    return 4 if bucket.startswith("float32") else 2
+
+
+def _head_dim(bucket: str) -> int:
+    return 64 if "D<=64" in bucket else 128  # the largest head dimension the bucket holds
+
+
+def _smem(kernel: str, s: dict, size: int, d: int, pipelined: bool) -> int:
+    """A generous estimate of a kernel's shared memory, from the tiles it keeps (resident) and those it
+    streams. With asynchronous copies (sm_80 on) Triton keeps num_stages of the streamed tiles in flight;
+    before them it keeps one, and a second copy of the resident ones for the tensor cores' layout."""
+
+    def tiles(resident: int, streamed: int, stages: int) -> int:
+        return size * d * (resident + stages * streamed if pipelined else 2 * resident + streamed)
+
+    if kernel == "forward":  # Q resident; K and V streamed
+        return tiles(s["block_m"], 2 * s["block_n"], s["num_stages"])
+    if kernel == "decode":  # the group's query rows (16 or more) resident; K and V streamed
+        return tiles(16, 2 * s["block_n"], s["num_stages"])
+    # backward: dK/dV keeps K, V and streams Q, dO; dQ keeps Q, dO and streams K, V
+    dkdv = tiles(2 * s["dkdv_block_n"], 2 * s["dkdv_block_m"], s["dkdv_stages"])
+    dq = tiles(2 * s["dq_block_m"], 2 * s["dq_block_n"], s["dq_stages"])
+    return max(dkdv, dq)
+
+
+def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:
+    """A GPU with no measured entry: the reference GPU's settings, shrunk until they fit its shared memory
+    (fewer keys per step down to 64, then fewer stages down to 2, then smaller tiles, then one stage),
+    with TMA only where the GPU has it."""
+    s, size, d = dict(reference), _element_size(bucket), _head_dim(bucket)
+    if "tma" in s:
+        s["tma"] = s["tma"] and device.tma
+    steps = {"forward": ("block_n", "num_stages", "block_m"), "decode": ("block_n", "num_stages", None),
+             "backward": ("dkdv_block_m", "dkdv_stages", "dkdv_block_n")}[kernel]  # fmt: skip
+    streamed, stages, resident = steps
+    while _smem(kernel, s, size, d, device.capability >= (8, 0)) > device.smem_per_block:
+        if s[streamed] > 64:
+            s[streamed] //= 2
+        elif s[stages] > 2:
+            s[stages] -= 1
+        elif s[streamed] > 16:
+            s[streamed] //= 2
+        elif resident and s[resident] > 16:
+            s[resident] //= 2
+        elif s[stages] > 1:
+            s[stages] -= 1
+        else:
+            break
+        if kernel == "backward":  # the dQ kernel's tiles shrink with the dK/dV kernel's
+            s.update(dq_block_m=s["dkdv_block_n"], dq_block_n=s["dkdv_block_m"], dq_stages=s["dkdv_stages"])
+    return s
+
+
+# solutions/flash_attention/configs.json, per GPU: "forward" by dtype, head dimension and causality,
+# "backward" and "decode" by dtype. The H200 entry came from the sweeps in
+# results/h200/tune_flash_attention.txt: forward (128, 128, 8 warps, 3 stages) at D = 128 gave 597 TFLOP/s
+# non-causal and 524 causal at 4x32x4096 bf16, against 534 and 487 for (128, 64); at D = 64, (64, 64, 4, 3)
+# causal and (128, 64, 8, 3) non-causal. Backward: the dK/dV kernel ran 554 TFLOP/s of its own work with
+# (64, 128, 8, 3) and the dQ kernel 596 with (128, 64, 8, 3); two stages instead of three cost 10%. Exact
+# float32 dots run on the FMA units: small tiles. Decode splits the keys so that the B * Hkv * n_splits
+# programs fill programs_per_sm per SM once, with no second, partial wave: at B8 Hkv8 Sk4096 that is 4
+# splits of 1024 keys, 47.2 us, against 48.6 us for 16 splits of 256. The interpreter gets BLOCK_M =
+# 2 * BLOCK_N, so that the diagonal of a causal tile spans two key blocks and the small test shapes still
+# cross several of them.
+CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
+
+
+def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool) -> FwdConfig:
+    """Tile shape, warps, pipeline depth and TMA for the forward."""
     if dtype == torch.float32:
-        return BwdConfig(32, 32, 4, 1, 32, 32, 4, 1)
-    # At 4x32x4096x128 bf16 the dK/dV kernel ran 554 TFLOP/s of its own work with (64, 128, 8, 3) and the
-    # dQ kernel 596 with (128, 64, 8, 3); two stages instead of three cost 10%.
-    return BwdConfig(64, 128, 8, 3, 128, 64, 8, 3)
+        bucket = "float32"
+    elif head_dim == 128:
+        bucket = "16-bit, D=128"
+    else:
+        bucket = "16-bit, D<=64, causal" if causal else "16-bit, D<=64"
+    cfg = FwdConfig(**CONFIGS.pick(device, "forward", bucket))
+    # TMA descriptors need a GPU that has the engine and a Triton that has the host-side descriptors
+    return cfg if cfg.tma and TensorDescriptor is not None and device.tma else replace(cfg, tma=False)
+
+
+def backward_config(device: Device, dtype: torch.dtype) -> BwdConfig:
+    """Tiles of the three backward kernels."""
+    return BwdConfig(**CONFIGS.pick(device, "backward", "float32" if dtype == torch.float32 else "16-bit"))
+
+
+def decode_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: int) -> tuple[DecodeConfig, int]:
+    """Split size and tile for decode over seqlen_k keys and n_groups (batch, KV head) pairs, and the
+    combine kernel's warps."""
+    s = CONFIGS.pick(device, "decode", "float32" if dtype == torch.float32 else "16-bit")
+    if "keys_per_split" in s:
+        keys = s["keys_per_split"]
+    else:
+        # Fill programs_per_sm slots per SM once, with splits of at least min_blocks_per_split key blocks.
+        splits = max(1, min(triton.cdiv(seqlen_k, s["min_blocks_per_split"] * s["block_n"]),
+                            (s["programs_per_sm"] * device.sms) // n_groups))  # fmt: skip
+        keys = triton.cdiv(triton.cdiv(seqlen_k, splits), s["block_n"]) * s["block_n"]
+    return DecodeConfig(keys, s["block_n"], s["num_warps"], s["num_stages"]), s["combine_elements"]
+
+
+# What `python -m autograder tune flash_attention` tries: around the H200's choices, with smaller tiles
+# and fewer stages for GPUs with less shared memory or fewer registers. float32 is graded for
+# correctness only: its settings are not timed.
+def _attn(shape: list[int], causal: bool, **extra: int) -> dict:
+    return {"shape": shape, "causal": causal, "dtype": "bfloat16", **extra}
+
+
+def _fwd(tiles: list[tuple[int, int, int, int]]) -> list[dict]:
+    return [{"block_m": m, "block_n": n, "num_warps": w, "num_stages": s, "tma": True} for m, n, w, s in tiles]
+
+
+SEARCH_SPACE = [
+    SearchSpace("forward", "flash_attention.forward",
+                {"16-bit, D=128": [_attn([2, 16, 2048, 128], False), _attn([2, 16, 2048, 128], True)]},
+                _fwd([(128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)])),
+    SearchSpace("forward", "flash_attention.forward", {"16-bit, D<=64": [_attn([2, 16, 2048, 64], False)]},
+                _fwd([(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)])),
+    SearchSpace("forward", "flash_attention.forward", {"16-bit, D<=64, causal": [_attn([2, 16, 2048, 64], True)]},
+                _fwd([(64, 64, 4, 3), (128, 64, 8, 3), (128, 64, 4, 3)])),
+    SearchSpace("backward", "flash_attention.backward", {"16-bit": [_attn([2, 16, 2048, 128], False)]},
+                [{"dkdv_block_m": a, "dkdv_block_n": b, "dkdv_warps": w, "dkdv_stages": s, "dq_block_m": b, "dq_block_n": a,
+                  "dq_warps": w, "dq_stages": s, "preprocess_rows": 64}
+                 for a, b, w, s in ((64, 128, 8, 3), (64, 128, 8, 2), (32, 128, 8, 3), (64, 64, 4, 3))]),
+    SearchSpace("decode", "flash_attention.decode", {"16-bit": [_attn([8, 32, 1, 128], False, kv_heads=8, seq_k=4096)]},
+                grid(block_n=[32, 64], num_warps=[4], num_stages=[2, 3], programs_per_sm=[1, 2, 4],
+                     min_blocks_per_split=[2], combine_elements=[4096])),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings from the configuration
+# --------------------------------------------------------------------------------------------------
+
+
+def attention_forward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    scale: float,
+    store_lse: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Launch the forward kernel. Returns o (B, Hq, Sq, D) and, when store_lse, lse (B, Hq, Sq) float32."""
+    batch, n_heads_q, seqlen_q, head_dim = q.shape
+    n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, n_heads_q, seqlen_q), dtype=torch.float32, device=q.device) if store_lse else None
+    if o.numel() == 0:
+        return o, lse
+    cfg = forward_config(device_of(q), head_dim, q.dtype, causal)
+    if cfg.tma:
+        # K and V as one (B*Hkv*Sk, D) matrix each: a tile that runs past its head reads the next head's
+        # rows (masked in the kernel) or, at the very end, zeros.
+        k_desc = TensorDescriptor(k, shape=[k.numel() // head_dim, head_dim], strides=[head_dim, 1],
+                                  block_shape=[cfg.block_n, head_dim])
+        v_desc = TensorDescriptor(v, shape=[v.numel() // head_dim, head_dim], strides=[head_dim, 1],
+                                  block_shape=[cfg.block_n, head_dim])
+    else:
+        k_desc, v_desc = k, v  # stand-ins: the kernel does not touch them
+    grid = (triton.cdiv(seqlen_q, cfg.block_m), batch * n_heads_q)
+    _attn_fwd_kernel[grid](
+        q, k, v, o, lse if store_lse else o, k_desc, v_desc,
+        seqlen_q, seqlen_k, n_heads_q, n_heads_q // n_heads_kv, scale * LOG2E,
+        HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, STORE_LSE=store_lse,
+        USE_TMA=cfg.tma, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return o, lse
+
+
+def attention_decode(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sq == 1: split the keys over programs, then combine. Returns o (B, Hq, 1, D) and lse (B, Hq, 1)."""
+    batch, n_heads_q, _, head_dim = q.shape
+    n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
+    group = n_heads_q // n_heads_kv
+    cfg, combine_elements = decode_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv)
+    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
+    o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
+    lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
+    precision = "ieee" if q.dtype == torch.float32 else "tf32"
+    _attn_decode_split_kernel[(n_splits, batch * n_heads_kv)](
+        q, k, v, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
+        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, triton.next_power_of_2(group)),
+        DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    _attn_decode_combine_kernel[(batch * n_heads_q,)](
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
+        num_warps=4 if head_dim * n_splits >= combine_elements else 1,
+    )  # fmt: skip
+    return o, lse
 
 
 def attention_backward(
@@ -476,18 +539,17 @@ def attention_backward(
     do: torch.Tensor,
     causal: bool,
     scale: float,
-    config: BwdConfig | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Launch the three backward kernels. Returns dq (shaped like q), dk and dv (shaped like k)."""
     batch, n_heads_q, seqlen_q, head_dim = q.shape
     n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
     group = n_heads_q // n_heads_kv
-    cfg = config or _bwd_config(head_dim, q.dtype)
+    cfg = backward_config(device_of(q), q.dtype)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     delta = torch.empty_like(lse)  # (B, Hq, Sq) float32
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
     n_rows = batch * n_heads_q * seqlen_q
-    block_r = 64 if not interpreter_requested() else 32
+    block_r = cfg.preprocess_rows
     _attn_bwd_preprocess_kernel[(triton.cdiv(n_rows, block_r),)](
         o, do, delta, n_rows, HEAD_DIM=head_dim, BLOCK_R=block_r
     )
@@ -505,7 +567,7 @@ def attention_backward(
 
 
 # --------------------------------------------------------------------------------------------------
-# Autograd and the public API
+# Autograd Function
 # --------------------------------------------------------------------------------------------------
 
 
@@ -533,6 +595,11 @@ class FlashAttentionFunction(torch.autograd.Function):
         q, k, v, o, lse = ctx.saved_tensors
         dq, dk, dv = attention_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.scale)
         return dq, dk, dv, None, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Module: the public API
+# --------------------------------------------------------------------------------------------------
 
 
 def flash_attention(

@@ -15,16 +15,12 @@ import torch
 import triton
 import triton.language as tl
 
+from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
+from course.device import Device, device_of
 from course.validate import check_tensor
 
-# A softmax row this long or shorter is held in registers whole (one read of x); longer rows are
-# walked in tiles of SOFTMAX_TILE, twice (an online max-and-sum pass, then a pass that writes y).
-MAX_FUSED_COLS = 32768
-SOFTMAX_TILE = 4096
-
-
 # --------------------------------------------------------------------------------------------------
-# GeLU
+# Kernels: GeLU, and softmax over the last dimension
 # --------------------------------------------------------------------------------------------------
 
 
@@ -44,40 +40,6 @@ def _gelu_kernel(
     #   also stays finite for any x: exp overflowing to inf gives y = x / inf = 0, the right limit.
     #   Store y in y's dtype (y_ptr.dtype.element_ty).
     raise NotImplementedError("TODO(fusion.gelu): not implemented yet; see README.md")
-
-
-def _gelu_config(n_elements: int) -> tuple[int, int]:
-    """(BLOCK, num_warps) for the GeLU kernel, from a sweep on an H200 (scripts/profiling_experiments.py).
-
-    16 elements per thread: two 16-byte loads per thread in bf16, four in float32. Blocks of 1024 to
-    4096 with 4 warps all reached 97-98% of copy bandwidth on 128M bf16 elements; 8 or 16 warps, 91-96%.
-    """
-    return 2048, 4
-
-
-def gelu_forward(x: torch.Tensor) -> torch.Tensor:
-    """Launch the GeLU kernel on x viewed as one flat vector; returns a new tensor shaped like x."""
-    y = torch.empty_like(x)
-    n = x.numel()
-    if n == 0:
-        return y
-    block, num_warps = _gelu_config(n)
-    _gelu_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK=block, num_warps=num_warps)
-    return y
-
-
-def gelu(x: torch.Tensor) -> torch.Tensor:
-    """GeLU with the tanh approximation, elementwise: equals F.gelu(x, approximate="tanh").
-
-    x: any shape, float32, float16 or bfloat16, contiguous. Returns a new tensor shaped like x, in x's dtype.
-    """
-    check_tensor("gelu", "x", x)
-    return gelu_forward(x)
-
-
-# --------------------------------------------------------------------------------------------------
-# Softmax over the last dimension
-# --------------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -103,22 +65,78 @@ def _softmax_kernel(
     raise NotImplementedError("TODO(fusion.softmax): not implemented yet; see README.md")
 
 
-def _softmax_config(n_rows: int, n_cols: int) -> tuple[int, int, int]:
-    """Tile shape and warp count: (BLOCK_M, BLOCK_N, num_warps), from a sweep on an H200.
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and shape, from configs.json
+# --------------------------------------------------------------------------------------------------
 
-    Short rows are packed several to a program so that each program moves enough bytes; rows up to
-    MAX_FUSED_COLS are one tile; longer rows are walked in tiles of SOFTMAX_TILE.
-    """
+
+# A softmax row this long or shorter is held in registers whole (one read of x); longer rows are walked
+# in tiles of the table's "tile", twice (an online max-and-sum pass, then a pass that writes y).
+MAX_FUSED_COLS = 32768
+
+# solutions/fusion/configs.json, per GPU: "gelu" (one bucket: the call is elementwise) and "softmax" by
+# row length (short rows packed `elements` to a program). The H200 entry came from the sweeps in
+# results/h200/fusion_tune.json (4 warps and 1024 to 4096 elements per GeLU program all reached 97-98% of
+# copy bandwidth; softmax tiles of 4096 with 16 warps were the best of 4096..16384 x 8, 16 warps).
+CONFIGS = ConfigTable.beside(__file__, "fusion")
+SOFTMAX_BUCKETS = (1024, 2048, 4096, 8192, 16384, MAX_FUSED_COLS)
+
+
+def gelu_config(device: Device, n_elements: int) -> tuple[int, int]:
+    """(BLOCK, num_warps) of the GeLU kernel."""
+    s = CONFIGS.pick(device, "gelu", "all")
+    return s["block"], s["num_warps"]
+
+
+def softmax_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps) of the softmax kernel for an (n_rows, n_cols) input."""
     block_n = triton.next_power_of_2(n_cols)
+    s = CONFIGS.pick(device, "softmax", ceil_bucket(block_n, SOFTMAX_BUCKETS, "cols", f"cols>{MAX_FUSED_COLS}"))
     if block_n > MAX_FUSED_COLS:
-        return 1, SOFTMAX_TILE, 16  # tiles of 4096 with 16 warps were the best of 4096..16384 x 8, 16 warps
-    if block_n <= 1024:
-        block_m, num_warps = max(1, min(2048 // block_n, 64)), 4
-    elif block_n <= 4096:
-        block_m, num_warps = 1, (4 if block_n <= 2048 else 8)
-    else:
-        block_m, num_warps = 1, (16 if block_n <= 16384 else 32)
-    return min(block_m, triton.next_power_of_2(n_rows)), block_n, num_warps
+        return 1, s["tile"], s["num_warps"]
+    # Short rows are packed several to a program so that each program moves enough bytes.
+    block_m = max(1, min(s["elements"] // block_n, s["max_rows"]))
+    return min(block_m, triton.next_power_of_2(n_rows)), block_n, s["num_warps"]
+
+
+# What `python -m autograder tune fusion` tries, around the H200's choices.
+def _bf16(*shapes: list[int]) -> list[dict]:
+    return [{"shape": s, "dtype": "bfloat16"} for s in shapes]
+
+
+def _rows_of(n_cols: int, warps: list[int]) -> SearchSpace:
+    return SearchSpace("softmax", "fusion.softmax", {f"cols<={n_cols}": _bf16([(64 << 20) // n_cols, n_cols])},
+                       grid(elements=[n_cols], max_rows=[64], num_warps=warps))
+
+
+SEARCH_SPACE = [
+    SearchSpace("gelu", "fusion.gelu", {"all": _bf16([8192, 8192])}, grid(block=[1024, 2048, 4096], num_warps=[4, 8])),
+    SearchSpace("softmax", "fusion.softmax", {"cols<=1024": _bf16([65536, 1024])},
+                grid(elements=[2048, 4096, 8192], max_rows=[64], num_warps=[4, 8])),
+    _rows_of(2048, [4, 8]),
+    _rows_of(4096, [4, 8, 16]),
+    _rows_of(8192, [8, 16, 32]),
+    _rows_of(16384, [8, 16, 32]),
+    _rows_of(MAX_FUSED_COLS, [16, 32]),
+    SearchSpace("softmax", "fusion.softmax", {f"cols>{MAX_FUSED_COLS}": _bf16([512, 128256])},
+                grid(tile=[2048, 4096, 8192], num_warps=[8, 16])),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings from the configuration
+# --------------------------------------------------------------------------------------------------
+
+
+def gelu_forward(x: torch.Tensor) -> torch.Tensor:
+    """Launch the GeLU kernel on x viewed as one flat vector; returns a new tensor shaped like x."""
+    y = torch.empty_like(x)
+    n = x.numel()
+    if n == 0:
+        return y
+    block, num_warps = gelu_config(device_of(x), n)
+    _gelu_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK=block, num_warps=num_warps)
+    return y
 
 
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:
@@ -130,12 +148,26 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     x2 = x.view(-1, n_cols)  # (M, N)
     y2 = y.view(-1, n_cols)
     n_rows = x2.shape[0]
-    block_m, block_n, num_warps = _softmax_config(n_rows, n_cols)
+    block_m, block_n, num_warps = softmax_config(device_of(x), n_rows, n_cols)
     _softmax_kernel[(triton.cdiv(n_rows, block_m),)](
         x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0),
         BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, num_warps=num_warps,
     )  # fmt: skip
     return y
+
+
+# --------------------------------------------------------------------------------------------------
+# Module: the public API
+# --------------------------------------------------------------------------------------------------
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """GeLU with the tanh approximation, elementwise: equals F.gelu(x, approximate="tanh").
+
+    x: any shape, float32, float16 or bfloat16, contiguous. Returns a new tensor shaped like x, in x's dtype.
+    """
+    check_tensor("gelu", "x", x)
+    return gelu_forward(x)
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:

@@ -15,11 +15,9 @@ output alone has too few tiles to keep every SM streaming weights; `_finish_tile
 
 from __future__ import annotations
 
-import functools
-import json
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import course.env  # noqa: F401  (turns the CPU interpreter on when there is no GPU, before triton loads)
 import torch
@@ -27,10 +25,12 @@ import triton
 import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
+from course.configs import ConfigTable, SearchSpace
+from course.device import Device, device_of
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
-# Given helpers: exact int -> float decoding, and the split-K epilogue.
+# Kernels, 1: given helpers: exact int -> float decoding, and the split-K epilogue.
 #
 # Weights are read as 32-bit words (w.view(torch.int32)): 8 four-bit codes or 4 int8 weights a word, one
 # 16-byte load for 32 or 16 weights. Decoding must cost only a few instructions per weight: at M = 1 the
@@ -105,7 +105,7 @@ def _finish_tile(
 
 
 # --------------------------------------------------------------------------------------------------
-# W8A16: int8 weights, one scale per output channel.
+# Kernels, 2: W8A16: int8 weights, one scale per output channel.
 # --------------------------------------------------------------------------------------------------
 
 
@@ -251,7 +251,7 @@ def _w8a16_dot_kernel(
 
 
 # --------------------------------------------------------------------------------------------------
-# W4A16: 4-bit codes, two per byte, one scale per group of G weights along K.
+# Kernels, 3: W4A16: 4-bit codes, two per byte, one scale per group of G weights along K.
 #
 # The kernels read w_packed as 32-bit words, w_packed.view(torch.int32), shape (N, K // 8): the nibble at
 # bits 4i..4i+3 of word j of row n is the code of k = 8j + i (bytes are little-endian, and each byte holds
@@ -368,7 +368,7 @@ def _w4a16_dot_kernel(
 
 
 # --------------------------------------------------------------------------------------------------
-# Launch configuration
+# Configuration: launch settings per GPU, format and number of rows, from configs.json
 # --------------------------------------------------------------------------------------------------
 
 
@@ -396,28 +396,7 @@ class DotConfig:
     dot_16bit: bool = False  # 16-bit x: dot in x's dtype (exact weights) rather than tf32 (float32 operands)
 
 
-# Settings chosen by a sweep on an H200 (scripts/tune_quant_matmul.py writes this file), per format and
-# M bucket; elsewhere, and for shapes the sweep did not see, the defaults below.
-CONFIG_TABLE = Path(__file__).resolve().parents[2] / "results" / "h200" / "quant_matmul_configs.json"
 DEFAULT_GEMV_MAX_M = 1
-
-
-@functools.lru_cache(maxsize=None)
-def _tuned(device_name: str) -> dict:
-    """The tuned settings for this GPU, or {} (another GPU, the CPU interpreter, or no table)."""
-    if not ("H200" in device_name or "H100" in device_name) or not CONFIG_TABLE.exists():
-        return {}
-    return json.loads(CONFIG_TABLE.read_text())
-
-
-def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
-    """The launch settings for an M-row product in the given format (bits 8 or 4) with activations like x."""
-    if x.dtype != torch.float32:  # float32 activations are graded for correctness only: the defaults below
-        table = _tuned(torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else "cpu")
-        entry = table.get(f"w{bits}", {}).get(str(min(triton.next_power_of_2(m), 256)))
-        if entry is not None:
-            return (GemvConfig if entry["path"] == "gemv" else DotConfig)(**entry["cfg"])
-    return default_config(bits, m)
 
 
 def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
@@ -430,13 +409,72 @@ def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
                      num_stages=2, programs_per_sm=2, dot_16bit=True)
 
 
+def _as_entry(cfg: GemvConfig | DotConfig) -> dict:
+    return {"path": "gemv" if isinstance(cfg, GemvConfig) else "dot", "cfg": dataclasses.asdict(cfg)}
+
+
+def _defaults(device: Device, kernel: str, bucket: str, reference: object) -> dict:
+    """A GPU with no measured entry (and float32 activations, graded for correctness only): default_config."""
+    return _as_entry(default_config(int(kernel[1]), int(bucket.removeprefix("m<="))))
+
+
+# solutions/quant_matmul/configs.json, per GPU: "w4" and "w8" for 16-bit activations (and "w4 float32",
+# "w8 float32" for float32 ones), by the number of rows M rounded up to a power of two (256 for any more).
+# The H200 entry came from the sweep in results/h200/tune_quant_matmul.json.
+CONFIGS = ConfigTable.beside(__file__, "quant_matmul", rules=_defaults)
+
+
+def quant_config(device: Device, bits: int, m: int, dtype: torch.dtype) -> GemvConfig | DotConfig:
+    """The launch settings for an M-row product in the given format (bits 8 or 4) with activations of this dtype."""
+    kernel = f"w{bits}" if dtype != torch.float32 else f"w{bits} float32"
+    entry = CONFIGS.pick(device, kernel, f"m<={min(triton.next_power_of_2(m), 256)}")
+    return (GemvConfig if entry["path"] == "gemv" else DotConfig)(**entry["cfg"])
+
+
+def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
+    """quant_config for activations like x, on x's device."""
+    return quant_config(device_of(x), bits, m, x.dtype)
+
+
+# What `python -m autograder tune quant_matmul` tries: for one row (the GEMV), 16 and 64 rows (the dot
+# kernels), around the H200's choices; the other row counts keep the settings of a GPU of the same
+# architecture, or the defaults.
+def _gemv(bn: int, bk: int, warps: int, per_sm: int, stages: int = 3) -> dict:
+    return _as_entry(GemvConfig(block_n=bn, block_k=bk, num_warps=warps, programs_per_sm=per_sm, num_stages=stages))
+
+
+def _dot(bn: int, bm: int, bk: int, warps: int, stages: int, per_sm: int) -> dict:
+    return _as_entry(DotConfig(block_n=bn, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages,
+                               programs_per_sm=per_sm, dot_16bit=True))  # fmt: skip
+
+
+def _w(bits: int, m: int, k: int = 4096, n: int = 14336) -> list[dict]:
+    return [{"M": m, "K": k, "N": n, "dtype": "float16", **({"group_size": 128} if bits == 4 else {})}]
+
+
+SEARCH_SPACE = [
+    SearchSpace("w4", "quant_matmul.w4a16", {"m<=1": _w(4, 1)},
+                [_gemv(32, 128, 2, 8), _gemv(16, 128, 1, 16), _gemv(64, 128, 2, 8), _gemv(32, 256, 4, 8), _gemv(32, 128, 2, 16)]),
+    SearchSpace("w4", "quant_matmul.w4a16", {"m<=16": _w(4, 16)},
+                [_dot(64, 16, 128, 4, 3, 4), _dot(64, 16, 128, 4, 3, 2), _dot(64, 16, 128, 4, 3, 8), _dot(128, 16, 128, 4, 3, 2),
+                 _dot(64, 16, 128, 4, 2, 4)]),
+    SearchSpace("w4", "quant_matmul.w4a16", {"m<=64": _w(4, 64)},
+                [_dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1), _dot(64, 64, 128, 4, 2, 2), _dot(128, 64, 128, 8, 3, 1)]),
+    SearchSpace("w8", "quant_matmul.w8a16", {"m<=1": _w(8, 1)},
+                [_gemv(16, 512, 2, 2), _gemv(16, 256, 2, 8), _gemv(8, 1024, 4, 2), _gemv(16, 512, 4, 2), _gemv(32, 512, 4, 2)]),
+    SearchSpace("w8", "quant_matmul.w8a16", {"m<=16": _w(8, 16)},
+                [_dot(64, 16, 128, 4, 3, 2), _dot(128, 16, 128, 4, 3, 2), _dot(64, 16, 128, 4, 2, 4)]),
+    SearchSpace("w8", "quant_matmul.w8a16", {"m<=64": _w(8, 64)},
+                [_dot(128, 64, 128, 8, 3, 1), _dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1)]),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings explicit
+# --------------------------------------------------------------------------------------------------
+
+
 _LOCKS: dict[torch.device, torch.Tensor] = {}
-
-
-def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4  # the interpreter runs programs one after another; a small count still exercises split-K
 
 
 def _arrival_counters(n: int, device: torch.device) -> torch.Tensor:
@@ -454,7 +492,7 @@ def _split_k(tiles: int, k: int, block_k: int, programs_per_sm: int, x: torch.Te
     Returns (n_splits, K per split, partial buffer, counters); x stands in for the buffers without a split.
     """
     k_steps = triton.cdiv(k, block_k)
-    want = max(1, min(k_steps, triton.cdiv(programs_per_sm * _num_sms(x.device), tiles)))
+    want = max(1, min(k_steps, triton.cdiv(programs_per_sm * device_of(x).sms, tiles)))
     steps = triton.cdiv(k_steps, want)
     splits = triton.cdiv(k_steps, steps)
     if splits == 1:
@@ -467,11 +505,6 @@ def _precision(x_dtype: torch.dtype) -> str:
     """The float32 dot kernels' precision. For 16-bit activations tf32 is exact here: their 11 or 8
     significant bits fit in tf32's 11, and so do the decoded weights; float32 activations need "ieee"."""
     return "ieee" if x_dtype == torch.float32 else "tf32"
-
-
-# --------------------------------------------------------------------------------------------------
-# Launchers: inputs already checked, settings explicit (the tuning script calls these directly).
-# --------------------------------------------------------------------------------------------------
 
 
 def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -> torch.Tensor:
@@ -543,7 +576,7 @@ def w4a16_launch(
 
 
 # --------------------------------------------------------------------------------------------------
-# Public API
+# Module: the public API
 # --------------------------------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
     c = a @ b for a (M, K) and b (K, N): products summed in float32, c rounded once to the inputs' dtype
 
 The handout is README.md beside this file. Fill in the region marked TODO; keep the signature, the
-launch wrappers and the autotuning configurations as they are: the grader calls `matmul(a, b)`.
+launch wrappers and the configuration as they are: the grader calls `matmul(a, b)`.
 Grade yourself with `make grade` (or `python -m autograder grade tiling`).
 """
 
@@ -14,11 +14,13 @@ import torch
 import triton
 import triton.language as tl
 
+from course.configs import ConfigTable, SearchSpace
+from course.device import Device, device_of
 from course.env import interpreter_requested
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
-# The kernel
+# Kernels: the tiled matmul, and a copy into 16-byte-aligned buffers
 # --------------------------------------------------------------------------------------------------
 
 
@@ -58,69 +60,6 @@ def _matmul_kernel(
     raise NotImplementedError("TODO(tiling.matmul): not implemented yet; see README.md")
 
 
-# --------------------------------------------------------------------------------------------------
-# Launch configurations
-# --------------------------------------------------------------------------------------------------
-
-
-def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int, group_m: int = 8) -> triton.Config:
-    meta = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": group_m}
-    return triton.Config(meta, num_stages=stages, num_warps=warps)
-
-
-# Autotuned on the GPU, per (M, N, K) and dtype: Triton times each configuration once on the first call
-# of a new shape and keeps the fastest. The lists are short because every entry costs a compilation.
-# 16-bit inputs, from a sweep on an H200 (scripts/tune_tiling.py, results/h200/tune_tiling.json):
-# 128 x 256 x 64 tiles, 8 warps, 3 stages won at every size from 1792 to 8192 (672 TFLOP/s at 4096^3,
-# against 538 for the best 128 x 128); the smaller tiles are there for problems too small to fill the
-# GPU's 132 SMs with 128 x 256 tiles.
-CONFIGS_16BIT = [
-    _config(128, 256, 64, 3, 8),
-    _config(128, 128, 64, 3, 4),
-    _config(64, 256, 64, 4, 4),
-    _config(64, 128, 64, 4, 4),
-]
-# float32 tiles take twice the bytes, and tf32x3 three times the tensor-core work.
-CONFIGS_FP32 = [
-    _config(128, 128, 32, 3, 8),
-    _config(64, 128, 32, 4, 4),
-]
-# The interpreter runs one program after another: small tiles, so that small cases still span
-# several tiles and several steps along K.
-INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2}
-
-_matmul_16bit = triton.autotune(configs=CONFIGS_16BIT, key=["M", "N", "K"])(_matmul_kernel)
-_matmul_fp32 = triton.autotune(configs=CONFIGS_FP32, key=["M", "N", "K"])(_matmul_kernel)
-
-# Rows whose length (in elements) is not a multiple of this are copied into padded buffers first: with
-# 16-byte-aligned rows and masks that change only every 16 elements, loads move 16 bytes at a time
-# instead of one element (see _padded_copy).
-ALIGN = 16
-
-
-def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-    """c = a @ b with the kernel, for contiguous 2-D tensors of agreeing shapes."""
-    m, k = a.shape
-    n = b.shape[1]
-    args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
-    if interpreter_requested():
-        cfg = INTERPRETER_CONFIG
-        grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
-        _matmul_kernel[grid](*args, **cfg)
-        return
-
-    def grid(meta: dict) -> tuple[int]:
-        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-
-    kernel = _matmul_fp32 if a.dtype == torch.float32 else _matmul_16bit
-    kernel[grid](*args)
-
-
-# --------------------------------------------------------------------------------------------------
-# Padding for shapes whose rows are not 16-byte aligned
-# --------------------------------------------------------------------------------------------------
-
-
 @triton.jit
 def _copy_pad_kernel(
     src_ptr,  # (R, C) source, rows contiguous
@@ -143,14 +82,125 @@ def _copy_pad_kernel(
     tl.store(dst_ptr + rows.to(tl.int64)[:, None] * stride_dst + cols[None, :], v, mask=keep)
 
 
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and dtype, from configs.json
+# --------------------------------------------------------------------------------------------------
+
+
+# Rows whose length (in elements) is not a multiple of this are copied into padded buffers first: with
+# 16-byte-aligned rows and masks that change only every 16 elements, loads move 16 bytes at a time
+# instead of one element (see _padded_copy).
+ALIGN = 16
+
+
+def _smem_bytes(cfg: dict, element_size: int) -> int:
+    """Shared memory a tile configuration keeps: num_stages tiles of a and of b in flight."""
+    return (cfg["block_m"] + cfg["block_n"]) * cfg["block_k"] * element_size * cfg["num_stages"]
+
+
+def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:
+    """A GPU with no measured entry: the reference GPU's tiles that fit its shared memory, else the smallest
+    of them with as few stages as fit (2 at least: the pipeline needs one tile in use and one in flight)."""
+    if kernel != "matmul":
+        return reference
+    size = 4 if bucket == "float32" else 2
+    fits = [c for c in reference if _smem_bytes(c, size) <= device.smem_per_block]
+    if fits:
+        return fits
+    smallest = min(reference, key=lambda c: _smem_bytes(c, size))
+    stages = max(2, device.smem_per_block // _smem_bytes({**smallest, "num_stages": 1}, size))
+    return [{**smallest, "num_stages": stages}]
+
+
+# solutions/tiling/configs.json, per GPU: "matmul" by input dtype, the tiles the autotuner chooses among
+# (one tile: launched as it is, as the interpreter's is), and "pad" for the copy into aligned buffers.
+# The H200 entry came from the sweep in results/h200/tune_tiling.json: 128 x 256 x 64 tiles, 8 warps, 3
+# stages won at every size from 1792 to 8192 (672 TFLOP/s at 4096^3, against 538 for the best 128 x 128);
+# the smaller tiles are there for problems too small to fill the GPU's SMs with 128 x 256 tiles. float32
+# tiles take twice the bytes, and tf32x3 three times the tensor-core work. The interpreter runs one program
+# after another: small tiles, so that small cases still span several tiles and several steps along K.
+CONFIGS = ConfigTable.beside(__file__, "tiling", rules=_fit)
+
+
+def matmul_config(device: Device, dtype: torch.dtype) -> list[dict]:
+    """The tile configurations for inputs of this dtype: block_m, block_n, block_k, group_m, num_stages, num_warps."""
+    return CONFIGS.pick(device, "matmul", "float32" if dtype == torch.float32 else "16-bit")
+
+
+def pad_config(device: Device) -> tuple[int, int, int]:
+    """(BLOCK_R, BLOCK_C, num_warps) of the padding copy."""
+    s = CONFIGS.pick(device, "pad", "all")
+    return s["block_r"], s["block_c"], s["num_warps"]
+
+
+def _tile(block_m: int, block_n: int, block_k: int, num_stages: int, num_warps: int) -> dict:
+    return {"block_m": block_m, "block_n": block_n, "block_k": block_k, "group_m": 8, "num_stages": num_stages,
+            "num_warps": num_warps}  # fmt: skip
+
+
+# What `python -m autograder tune tiling` tries: single tiles around the H200's, timed on a large and a
+# misaligned size; the table keeps each size's winner and the best of the rest, for the autotuner.
+SEARCH_SPACE = [
+    SearchSpace("matmul", "tiling.matmul",
+                {"16-bit": [{"shape": [4096, 4096, 4096], "dtype": "float16"}, {"shape": [1793, 1793, 1793], "dtype": "float16"}]},
+                [[_tile(*t)] for t in ((128, 256, 64, 3, 8), (128, 256, 64, 4, 8), (256, 128, 64, 3, 8), (128, 128, 64, 3, 4),
+                                       (128, 128, 64, 4, 8), (64, 256, 64, 4, 4), (64, 128, 64, 4, 4))],
+                keep=4),
+    SearchSpace("matmul", "tiling.matmul", {"float32": [{"shape": [2048, 2048, 2048], "dtype": "float32"}]},
+                [[_tile(*t)] for t in ((128, 128, 32, 3, 8), (64, 128, 32, 4, 4), (128, 64, 32, 3, 4), (64, 64, 32, 4, 4))],
+                keep=2),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings from the configuration
+# --------------------------------------------------------------------------------------------------
+
+
+_autotuned: dict[tuple, triton.runtime.Autotuner] = {}
+
+
+def _kernel_for(configs: list[dict]) -> triton.runtime.Autotuner:
+    """The kernel autotuned over these configurations, per (M, N, K): built once per list. Triton times each
+    configuration on the first call of a new shape and keeps the fastest; every entry costs a compilation."""
+    key = tuple(tuple(sorted(c.items())) for c in configs)
+    if key not in _autotuned:
+        choices = [triton.Config({"BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"], "BLOCK_K": c["block_k"],
+                                  "GROUP_M": c["group_m"]}, num_stages=c["num_stages"], num_warps=c["num_warps"])
+                   for c in configs]  # fmt: skip
+        _autotuned[key] = triton.autotune(configs=choices, key=["M", "N", "K"])(_matmul_kernel)
+    return _autotuned[key]
+
+
+def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """c = a @ b with the kernel, for contiguous 2-D tensors of agreeing shapes."""
+    m, k = a.shape
+    n = b.shape[1]
+    args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
+    configs = matmul_config(device_of(a), a.dtype)
+    if len(configs) == 1:  # one choice: no timing on the first call (and the interpreter cannot time)
+        cfg = configs[0]
+        grid = (triton.cdiv(m, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]),)
+        _matmul_kernel[grid](
+            *args, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
+            num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
+        )  # fmt: skip
+        return
+
+    def grid(meta: dict) -> tuple[int]:
+        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+
+    _kernel_for(configs)[grid](*args)
+
+
 def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     """A new contiguous (rows, cols) tensor holding src in its top-left corner and zeros elsewhere."""
     dst = torch.empty((rows, cols), dtype=src.dtype, device=src.device)
-    block_r, block_c = 32, 128
+    block_r, block_c, num_warps = pad_config(device_of(src))
     grid = (triton.cdiv(rows, block_r), triton.cdiv(cols, block_c))
     _copy_pad_kernel[grid](
         src, dst, src.shape[0], src.shape[1], rows, cols, src.stride(0), dst.stride(0),
-        BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4,
+        BLOCK_R=block_r, BLOCK_C=block_c, num_warps=num_warps,
     )  # fmt: skip
     return dst
 
@@ -194,6 +244,11 @@ def matmul_launch(a: torch.Tensor, b: torch.Tensor, pad: bool | None = None) -> 
     c_p = torch.empty((m, np_), dtype=a.dtype, device=a.device)  # (M, Np)
     _launch(a_p, b_p, c_p)
     return _padded_copy(c_p, m, n)
+
+
+# --------------------------------------------------------------------------------------------------
+# Module: the public API
+# --------------------------------------------------------------------------------------------------
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
+from course.configs import ConfigTable, SearchSpace, grid
+from course.device import Device, device_of
 from course.validate import check_tensor
 
 # A transpose moves elements without looking at them, so every element size works the same way.
@@ -21,6 +23,11 @@ TRANSPOSE_DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float16, torch.bfloat16, torch.float64,
     torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
 )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernels: the tiled transpose
+# --------------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -57,17 +64,42 @@ def _transpose_kernel(
     ### END SOLUTION
 
 
-def _tile_config(x: torch.Tensor) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps) for the transpose of x.
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and shape, from configs.json
+# --------------------------------------------------------------------------------------------------
 
-    From a sweep on an H200 (scripts/tune_coalescing.py, results/h200/tune_coalescing.json): tiles whose
-    rows are 256 bytes long, 128 x 128 elements of 2 bytes or 64 x 64 of 4 bytes, with 8 warps, reached
-    91% and 93% of copy bandwidth on 8192 x 8192 inputs. Matrices of fewer than 4096 x 4096 elements
-    get 64 x 64 tiles, so that there are still several tiles per SM.
-    """
-    if x.element_size() <= 2 and x.numel() >= 4096 * 4096:
-        return 128, 128, 8
-    return 64, 64, 8 if x.element_size() >= 4 else 4
+
+# solutions/coalescing/configs.json, per GPU: the tile by element size, and by matrix size (a matrix of
+# LARGE elements or more has enough tiles to fill the GPU with big ones). The H200 entry came from the sweep
+# in results/h200/tune_coalescing.json: tiles whose rows are 256 bytes long, 128 x 128 elements of 2 bytes
+# or 64 x 64 of 4 bytes, with 8 warps, reached 91% and 93% of copy bandwidth on 8192 x 8192 inputs.
+CONFIGS = ConfigTable.beside(__file__, "coalescing")
+LARGE = 4096 * 4096
+
+
+def transpose_config(device: Device, n_rows: int, n_cols: int, element_size: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps) of the transpose of an (n_rows, n_cols) matrix of element_size-byte elements."""
+    size = "large" if n_rows * n_cols >= LARGE else "small"
+    s = CONFIGS.pick(device, "transpose", f"{element_size} bytes, {size}")
+    return s["block_m"], s["block_n"], s["num_warps"]
+
+
+# What `python -m autograder tune coalescing` tries (the spec's dtypes: 2- and 4-byte elements).
+SEARCH_SPACE = [
+    SearchSpace("transpose", "coalescing.transpose",
+                {"2 bytes, large": [{"shape": [8192, 8192], "dtype": "bfloat16"}],
+                 "2 bytes, small": [{"shape": [2048, 2048], "dtype": "bfloat16"}]},
+                [{"block_m": m, "block_n": n, "num_warps": w} for m, n in ((64, 64), (64, 128), (128, 128)) for w in (4, 8)]),
+    SearchSpace("transpose", "coalescing.transpose",
+                {"4 bytes, large": [{"shape": [8192, 8192], "dtype": "float32"}],
+                 "4 bytes, small": [{"shape": [2048, 2048], "dtype": "float32"}]},
+                [{"block_m": m, "block_n": n, "num_warps": w} for m, n in ((32, 64), (64, 64), (64, 128)) for w in (4, 8)]),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: input already checked, tile given
+# --------------------------------------------------------------------------------------------------
 
 
 def transpose_launch(x: torch.Tensor, block_m: int, block_n: int, num_warps: int) -> torch.Tensor:
@@ -84,10 +116,15 @@ def transpose_launch(x: torch.Tensor, block_m: int, block_n: int, num_warps: int
     return out
 
 
+# --------------------------------------------------------------------------------------------------
+# Module: the public API
+# --------------------------------------------------------------------------------------------------
+
+
 def transpose(x: torch.Tensor) -> torch.Tensor:
     """The transpose of a 2-D tensor, as a new contiguous tensor: out[j, i] = x[i, j].
 
     x: (M, N), any of TRANSPOSE_DTYPES, contiguous. Returns (N, M) in x's dtype, on x's device.
     """
     check_tensor("transpose", "x", x, ndim=2, dtypes=TRANSPOSE_DTYPES)
-    return transpose_launch(x, *_tile_config(x))
+    return transpose_launch(x, *transpose_config(device_of(x), x.shape[0], x.shape[1], x.element_size()))

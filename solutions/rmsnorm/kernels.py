@@ -14,14 +14,12 @@ import torch
 import triton
 import triton.language as tl
 
+from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
+from course.device import Device, device_of
 from course.validate import check_same, check_tensor
 
-# A row this long or shorter is held in registers whole; longer rows are walked in tiles of this size.
-MAX_FUSED_COLS = 16384
-
-
 # --------------------------------------------------------------------------------------------------
-# Forward
+# Kernels: the forward, and (bonus) the backward's dx and dweight
 # --------------------------------------------------------------------------------------------------
 
 
@@ -80,52 +78,6 @@ def _rmsnorm_fwd_kernel(
     if STORE_RSTD:
         tl.store(rstd_ptr + rows, rstd, mask=row_mask)
     ### END SOLUTION
-
-
-def _fwd_config(n_rows: int, n_cols: int) -> tuple[int, int, int]:
-    """Tile shape and warp count for the forward: (BLOCK_M, BLOCK_N, num_warps).
-
-    Chosen from a sweep on an H200 (scripts/tune_rmsnorm.py): short rows are packed about 2K elements
-    to a program, 4K-wide rows two to a program, longer rows one to a program.
-    """
-    block_n = min(triton.next_power_of_2(n_cols), MAX_FUSED_COLS)
-    if block_n < n_cols:
-        return 1, block_n, 8  # rows longer than one tile are walked tile by tile
-    if block_n <= 1024:
-        block_m, num_warps = max(1, min(2048 // block_n, 64)), (2 if block_n <= 512 else 4)
-    elif block_n <= 4096:
-        block_m, num_warps = 2, (8 if block_n == 2048 else 16)
-    else:
-        block_m, num_warps = 1, (16 if block_n == 8192 else 8)
-    return min(block_m, triton.next_power_of_2(n_rows)), block_n, num_warps
-
-
-def rmsnorm_forward(
-    x: torch.Tensor, weight: torch.Tensor, eps: float, store_rstd: bool
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Launch the forward kernel on x viewed as (M, N). Returns y (shaped like x) and rstd (M,) or None."""
-    n_cols = x.shape[-1]
-    x2 = x.view(-1, n_cols)  # (M, N)
-    n_rows = x2.shape[0]
-    y = torch.empty_like(x)
-    y2 = y.view(-1, n_cols)
-    rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device) if store_rstd else None
-    if n_rows == 0:
-        return y, rstd
-    block_m, block_n, num_warps = _fwd_config(n_rows, n_cols)
-    grid = (triton.cdiv(n_rows, block_m),)
-    _rmsnorm_fwd_kernel[grid](
-        x2, weight, y2, rstd if store_rstd else x2,  # any pointer will do when rstd is not stored
-        n_rows, n_cols, x2.stride(0), y2.stride(0), eps,
-        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, STORE_RSTD=store_rstd,
-        num_warps=num_warps,
-    )  # fmt: skip
-    return y, rstd
-
-
-# --------------------------------------------------------------------------------------------------
-# Backward (bonus)
-# --------------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -225,10 +177,94 @@ def _rmsnorm_bwd_dw_kernel(
     ### END SOLUTION
 
 
-def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4  # the interpreter runs programs one after another; a few partial rows still test the reduction
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and shape, from configs.json
+# --------------------------------------------------------------------------------------------------
+
+
+# A row this long or shorter is held in registers whole; longer rows are walked in tiles (the table's "tile").
+MAX_FUSED_COLS = 16384
+
+# solutions/rmsnorm/configs.json, per GPU: "forward" by row length (rows up to 512 columns share one
+# bucket: they are packed `elements` to a program), "backward" likewise, "backward_dw" for the final sum.
+# The H200 entry came from the sweep in results/h200/tune_rmsnorm.txt; `python -m autograder tune rmsnorm`
+# measures an entry for the GPU it runs on.
+CONFIGS = ConfigTable.beside(__file__, "rmsnorm")
+FORWARD_BUCKETS = (512, 1024, 2048, 4096, 8192, MAX_FUSED_COLS)
+BACKWARD_BUCKETS = (1024, 4096)
+
+
+def forward_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps) of the forward for an (n_rows, n_cols) input."""
+    block_n = triton.next_power_of_2(n_cols)
+    s = CONFIGS.pick(device, "forward", ceil_bucket(block_n, FORWARD_BUCKETS, "cols", f"cols>{MAX_FUSED_COLS}"))
+    if block_n > MAX_FUSED_COLS:
+        return 1, s["tile"], s["num_warps"]  # rows longer than one tile are walked tile by tile
+    # Short rows are packed several to a program, so that each program moves enough bytes.
+    block_m = max(1, min(s["elements"] // block_n, s["max_rows"]))
+    return min(block_m, triton.next_power_of_2(n_rows)), block_n, s["num_warps"]
+
+
+def backward_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int]:
+    """(programs, BLOCK_N, num_warps) of the dx kernel: a persistent grid of a few programs per SM, each
+    keeping its share of dweight in registers."""
+    block_n = min(triton.next_power_of_2(n_cols), MAX_FUSED_COLS)
+    s = CONFIGS.pick(device, "backward", ceil_bucket(block_n, BACKWARD_BUCKETS, "cols", "cols>4096"))
+    return max(1, min(n_rows, s["programs_per_sm"] * device.sms)), block_n, s["num_warps"]
+
+
+def dweight_config(device: Device, n_cols: int) -> tuple[int, int, int]:
+    """(BLOCK_P, BLOCK_N, num_warps) of the kernel that sums the partial dweight rows."""
+    s = CONFIGS.pick(device, "backward_dw", "all")
+    return s["block_p"], min(triton.next_power_of_2(n_cols), s["block_n"]), s["num_warps"]
+
+
+# What `python -m autograder tune rmsnorm` tries: around the H200's choices, and what a GPU with other
+# SM and bandwidth figures may prefer (more rows or warps per program, more programs per SM).
+def _rows(*shapes: list[int]) -> list[dict]:
+    return [{"shape": s, "dtype": "bfloat16", "eps": 1e-6} for s in shapes]
+
+
+SEARCH_SPACE = [
+    SearchSpace("forward", "rmsnorm.forward", {"cols<=512": _rows([65536, 512]), "cols<=1024": _rows([16384, 1024])},
+                grid(elements=[2048, 4096], max_rows=[64], num_warps=[2, 4, 8])),
+    SearchSpace("forward", "rmsnorm.forward",
+                {"cols<=2048": _rows([16384, 2048]), "cols<=4096": _rows([16384, 4096]),
+                 "cols<=8192": _rows([16384, 8192]), "cols<=16384": _rows([8192, 14336])},
+                grid(elements=[8192, 16384], max_rows=[64], num_warps=[4, 8, 16])),
+    SearchSpace("forward", "rmsnorm.forward", {"cols>16384": _rows([2048, 32768])}, grid(tile=[8192, 16384], num_warps=[8, 16])),
+    SearchSpace("backward", "rmsnorm.backward",
+                {"cols<=1024": _rows([16384, 1024]), "cols<=4096": _rows([16384, 4096]), "cols>4096": _rows([16384, 8192])},
+                grid(programs_per_sm=[1, 2, 4], num_warps=[4, 16])),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings from the configuration
+# --------------------------------------------------------------------------------------------------
+
+
+def rmsnorm_forward(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, store_rstd: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Launch the forward kernel on x viewed as (M, N). Returns y (shaped like x) and rstd (M,) or None."""
+    n_cols = x.shape[-1]
+    x2 = x.view(-1, n_cols)  # (M, N)
+    n_rows = x2.shape[0]
+    y = torch.empty_like(x)
+    y2 = y.view(-1, n_cols)
+    rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device) if store_rstd else None
+    if n_rows == 0:
+        return y, rstd
+    block_m, block_n, num_warps = forward_config(device_of(x), n_rows, n_cols)
+    grid = (triton.cdiv(n_rows, block_m),)
+    _rmsnorm_fwd_kernel[grid](
+        x2, weight, y2, rstd if store_rstd else x2,  # any pointer will do when rstd is not stored
+        n_rows, n_cols, x2.stride(0), y2.stride(0), eps,
+        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, STORE_RSTD=store_rstd,
+        num_warps=num_warps,
+    )  # fmt: skip
+    return y, rstd
 
 
 def rmsnorm_backward(
@@ -242,28 +278,23 @@ def rmsnorm_backward(
     dx = torch.empty_like(x)
     dx2 = dx.view(-1, n_cols)
     dw = torch.empty_like(weight)
-    block_n = min(triton.next_power_of_2(n_cols), MAX_FUSED_COLS)
-    single_tile = block_n >= n_cols
-    # Persistent grid: one or two programs per SM (the better of 1, 2, 4, 8 on an H200), each keeping
-    # its dweight partial in registers.
-    per_sm = 2 if block_n <= 4096 else 1
-    n_programs = max(1, min(n_rows, per_sm * _num_sms(x.device)))
+    device = device_of(x)
+    n_programs, block_n, num_warps = backward_config(device, n_rows, n_cols)
     dw_partial = torch.empty((n_programs, n_cols), dtype=torch.float32, device=x.device)  # (P, N)
-    num_warps = 4 if block_n <= 1024 else 16
     _rmsnorm_bwd_dx_kernel[(n_programs,)](
         x2, weight, rstd, dy2, dx2, dw_partial,
         n_rows, n_cols, x2.stride(0), dy2.stride(0), dx2.stride(0),
-        BLOCK_N=block_n, SINGLE_TILE=single_tile, num_warps=num_warps,
+        BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, num_warps=num_warps,
     )  # fmt: skip
-    block_n_dw = min(triton.next_power_of_2(n_cols), 128)
+    block_p, block_n_dw, dw_warps = dweight_config(device, n_cols)
     _rmsnorm_bwd_dw_kernel[(triton.cdiv(n_cols, block_n_dw),)](
-        dw_partial, dw, n_programs, n_cols, BLOCK_P=32, BLOCK_N=block_n_dw, num_warps=4,
+        dw_partial, dw, n_programs, n_cols, BLOCK_P=block_p, BLOCK_N=block_n_dw, num_warps=dw_warps,
     )  # fmt: skip
     return dx, dw
 
 
 # --------------------------------------------------------------------------------------------------
-# Autograd and the public API
+# Autograd Function
 # --------------------------------------------------------------------------------------------------
 
 
@@ -283,6 +314,11 @@ class RMSNormFunction(torch.autograd.Function):
         x, weight, rstd = ctx.saved_tensors
         dx, dw = rmsnorm_backward(x, weight, rstd, dy)
         return dx, dw, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Module: the public API and a layer
+# --------------------------------------------------------------------------------------------------
 
 
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -18,10 +18,12 @@ import torch
 import triton
 import triton.language as tl
 
+from course.configs import ConfigTable, SearchSpace, grid
+from course.device import Device, device_of
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
-# Forward
+# Kernels: the forward, and (bonus) the backward
 # --------------------------------------------------------------------------------------------------
 
 
@@ -59,39 +61,6 @@ def _rope_fwd_kernel(
     ### END SOLUTION
 
 
-def _config(n_rows: int, half: int) -> tuple[int, int, int]:
-    """(BLOCK_R, BLOCK_D, num_warps), forward and backward alike.
-
-    From a sweep on an H200 (scripts/tune_rope_swiglu.py): about 1K elements per half-tile (16 rows of
-    D = 128) with 4 warps at LLM sizes; keeping the table in registers across heads bought nothing there,
-    the L2 serves it. Few rows (decode) get small tiles, so that the grid still spreads over the SMs.
-    """
-    block_d = triton.next_power_of_2(half)
-    block_r = max(1, 1024 // block_d)
-    block_r = max(1, min(block_r, triton.next_power_of_2(n_rows) // 128))  # decode: ~128 programs or more
-    num_warps = max(1, min(4, block_r * block_d // 128))
-    return block_r, block_d, num_warps
-
-
-def rope_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Launch the forward kernel on x viewed as (B*H*S, D). Returns a new tensor shaped like x."""
-    seq_len, head_dim = x.shape[2], x.shape[3]
-    y = torch.empty_like(x)
-    n_rows, half = x.numel() // head_dim if head_dim else 0, head_dim // 2
-    if n_rows == 0:
-        return y
-    block_r, block_d, num_warps = _config(n_rows, half)
-    _rope_fwd_kernel[(triton.cdiv(n_rows, block_r),)](
-        x, cos, sin, y, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
-    )
-    return y
-
-
-# --------------------------------------------------------------------------------------------------
-# Backward (bonus)
-# --------------------------------------------------------------------------------------------------
-
-
 @triton.jit
 def _rope_bwd_kernel(
     dy_ptr,  # (B*H*S, D) gradient of the output, contiguous
@@ -124,6 +93,55 @@ def _rope_bwd_kernel(
     ### END SOLUTION
 
 
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and shape, from configs.json
+# --------------------------------------------------------------------------------------------------
+
+
+# solutions/rope/configs.json, per GPU: one bucket for the forward and the backward alike. The H200 entry
+# came from the sweeps in results/h200/tune_rope_swiglu_*.json: about 1K elements per half-tile (16 rows of
+# D = 128) with 4 warps at LLM sizes; keeping the table in registers across heads bought nothing there,
+# the L2 serves it. Few rows (decode) get small tiles, so that the grid still has `min_programs` programs.
+CONFIGS = ConfigTable.beside(__file__, "rope")
+
+
+def rope_config(device: Device, n_rows: int, half: int) -> tuple[int, int, int]:
+    """(BLOCK_R, BLOCK_D, num_warps), forward and backward alike, for n_rows rows of 2 * half elements."""
+    s = CONFIGS.pick(device, "rope", "all")
+    block_d = triton.next_power_of_2(half)
+    block_r = max(1, s["elements"] // block_d)
+    block_r = max(1, min(block_r, triton.next_power_of_2(n_rows) // s["min_programs"]))  # decode: spread the rows
+    num_warps = max(1, min(s["max_warps"], block_r * block_d // s["warp_elements"]))
+    return block_r, block_d, num_warps
+
+
+# What `python -m autograder tune rope` tries, at a prefill and a decode size.
+SEARCH_SPACE = [
+    SearchSpace("rope", "rope.forward",
+                {"all": [{"shape": [1, 32, 8192, 128], "dtype": "bfloat16"}, {"shape": [8, 32, 1, 128], "dtype": "bfloat16"}]},
+                grid(elements=[512, 1024, 2048], min_programs=[128], max_warps=[2, 4, 8], warp_elements=[128])),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings from the configuration
+# --------------------------------------------------------------------------------------------------
+
+
+def rope_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Launch the forward kernel on x viewed as (B*H*S, D). Returns a new tensor shaped like x."""
+    seq_len, head_dim = x.shape[2], x.shape[3]
+    y = torch.empty_like(x)
+    n_rows, half = x.numel() // head_dim if head_dim else 0, head_dim // 2
+    if n_rows == 0:
+        return y
+    block_r, block_d, num_warps = rope_config(device_of(x), n_rows, half)
+    _rope_fwd_kernel[(triton.cdiv(n_rows, block_r),)](
+        x, cos, sin, y, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
+    )
+    return y
+
+
 def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Launch the backward kernel. Returns dx, shaped like dy."""
     dy = dy.contiguous()  # autograd may hand over a strided gradient
@@ -132,7 +150,7 @@ def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tor
     n_rows, half = dy.numel() // head_dim if head_dim else 0, head_dim // 2
     if n_rows == 0:
         return dx
-    block_r, block_d, num_warps = _config(n_rows, half)
+    block_r, block_d, num_warps = rope_config(device_of(dy), n_rows, half)
     _rope_bwd_kernel[(triton.cdiv(n_rows, block_r),)](
         dy, cos, sin, dx, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
     )
@@ -140,7 +158,7 @@ def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tor
 
 
 # --------------------------------------------------------------------------------------------------
-# Autograd, the public API and a module
+# Autograd Function
 # --------------------------------------------------------------------------------------------------
 
 
@@ -161,6 +179,11 @@ class RoPEFunction(torch.autograd.Function):
     def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
         cos, sin = ctx.saved_tensors
         return rope_backward(dy, cos, sin), None, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Module: the public API, the tables and a layer
+# --------------------------------------------------------------------------------------------------
 
 
 def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

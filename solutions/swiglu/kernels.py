@@ -15,10 +15,12 @@ import torch
 import triton
 import triton.language as tl
 
+from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
+from course.device import Device, device_of
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
-# Forward
+# Kernels: the forward, and (bonus) the backward
 # --------------------------------------------------------------------------------------------------
 
 
@@ -42,34 +44,6 @@ def _swiglu_fwd_kernel(
     out = g * tl.sigmoid(g) * u
     tl.store(out_ptr + offsets, out.to(out_ptr.dtype.element_ty), mask=mask)
     ### END SOLUTION
-
-
-def _config(n_elements: int, backward: bool = False) -> tuple[int, int]:
-    """(BLOCK, num_warps), from a sweep on an H200 (scripts/tune_rope_swiglu.py).
-
-    At LLM sizes every block of 512 to 4096 elements with enough warps reaches the copy bandwidth; 2048 with
-    8 warps (forward) and 1024 with 8 (backward, three loads an element) were the best. Decode-sized calls
-    (up to ~1M elements) take blocks of 512, so that more SMs share the few bytes there are.
-    """
-    if n_elements <= 1 << 20:
-        return 512, 2
-    return (1024, 8) if backward else (2048, 8)
-
-
-def swiglu_forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    """Launch the forward kernel over every element. Returns a new tensor shaped like gate."""
-    out = torch.empty_like(gate)
-    n = gate.numel()
-    if n == 0:
-        return out
-    block, num_warps = _config(n)
-    _swiglu_fwd_kernel[(triton.cdiv(n, block),)](gate, up, out, n, BLOCK=block, num_warps=num_warps)
-    return out
-
-
-# --------------------------------------------------------------------------------------------------
-# Backward (bonus)
-# --------------------------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -100,6 +74,56 @@ def _swiglu_bwd_kernel(
     ### END SOLUTION
 
 
+# --------------------------------------------------------------------------------------------------
+# Configuration: launch settings per GPU and size, from configs.json
+# --------------------------------------------------------------------------------------------------
+
+
+# solutions/swiglu/configs.json, per GPU: "forward" and "backward", each by the number of elements. The
+# H200 entry came from the sweeps in results/h200/tune_rope_swiglu_*.json: at LLM sizes every block of 512 to
+# 4096 elements with enough warps reaches the copy bandwidth; 2048 with 8 warps (forward) and 1024 with 8
+# (backward, three loads an element) were the best. Decode-sized calls (up to ~1M elements) take blocks of
+# 512, so that more SMs share the few bytes there are.
+CONFIGS = ConfigTable.beside(__file__, "swiglu")
+SMALL = 1 << 20
+
+
+def swiglu_config(device: Device, n_elements: int, backward: bool = False) -> tuple[int, int]:
+    """(BLOCK, num_warps) of the forward or the backward kernel over n_elements."""
+    bucket = ceil_bucket(n_elements, (SMALL,), "elements", f"elements>{SMALL}")
+    s = CONFIGS.pick(device, "backward" if backward else "forward", bucket)
+    return s["block"], s["num_warps"]
+
+
+# What `python -m autograder tune swiglu` tries: a decode-sized and a prefill-sized call, each pass.
+def _calls(task: str, kernel: str) -> list[SearchSpace]:
+    return [
+        SearchSpace(kernel, task, {f"elements<={SMALL}": [{"shape": [16, 14336], "dtype": "bfloat16"}]},
+                    grid(block=[256, 512, 1024], num_warps=[1, 2, 4])),
+        SearchSpace(kernel, task, {f"elements>{SMALL}": [{"shape": [8192, 14336], "dtype": "bfloat16"}]},
+                    grid(block=[1024, 2048, 4096], num_warps=[4, 8, 16])),
+    ]
+
+
+SEARCH_SPACE = _calls("swiglu.forward", "forward") + _calls("swiglu.backward", "backward")
+
+
+# --------------------------------------------------------------------------------------------------
+# Launchers: inputs already checked, settings from the configuration
+# --------------------------------------------------------------------------------------------------
+
+
+def swiglu_forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """Launch the forward kernel over every element. Returns a new tensor shaped like gate."""
+    out = torch.empty_like(gate)
+    n = gate.numel()
+    if n == 0:
+        return out
+    block, num_warps = swiglu_config(device_of(gate), n)
+    _swiglu_fwd_kernel[(triton.cdiv(n, block),)](gate, up, out, n, BLOCK=block, num_warps=num_warps)
+    return out
+
+
 def swiglu_backward(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Launch the backward kernel. Returns (dgate, dup), shaped like gate."""
     dy = dy.contiguous()  # autograd may hand over a strided gradient
@@ -107,13 +131,13 @@ def swiglu_backward(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -> t
     n = gate.numel()
     if n == 0:
         return dgate, dup
-    block, num_warps = _config(n, backward=True)
+    block, num_warps = swiglu_config(device_of(gate), n, backward=True)
     _swiglu_bwd_kernel[(triton.cdiv(n, block),)](gate, up, dy, dgate, dup, n, BLOCK=block, num_warps=num_warps)
     return dgate, dup
 
 
 # --------------------------------------------------------------------------------------------------
-# Autograd, the public API and a module
+# Autograd Function
 # --------------------------------------------------------------------------------------------------
 
 
@@ -130,6 +154,11 @@ class SwiGLUFunction(torch.autograd.Function):
     def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         gate, up = ctx.saved_tensors
         return swiglu_backward(gate, up, dy)
+
+
+# --------------------------------------------------------------------------------------------------
+# Module: the public API and a layer
+# --------------------------------------------------------------------------------------------------
 
 
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,83 @@
+"""What a kernel's launch settings depend on: the GPU (or Triton's CPU interpreter), as plain data.
+
+A `Device` can describe a GPU that is not in this machine, so that a tool can ask which settings a
+wrapper would pick on it (and compile them for its architecture) without having one.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from course.env import interpreter_requested
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # as torch.cuda.get_device_name() says it, e.g. "NVIDIA H200"; "interpreter" for the CPU interpreter
+    capability: tuple[int, int]  # (major, minor): (9, 0) is sm_90
+    sms: int  # streaming multiprocessors (the interpreter runs programs one after another: a few stand in)
+    smem_per_block: int  # bytes of shared memory one program may use: the opt-in maximum
+    interpreter: bool = False
+
+    @property
+    def arch(self) -> int:
+        """The capability as Triton's targets write it: 90 for sm_90."""
+        return 10 * self.capability[0] + self.capability[1]
+
+    @property
+    def tma(self) -> bool:
+        """The tensor memory accelerator (bulk tile copies through descriptors): Hopper (sm_90) and newer."""
+        return not self.interpreter and self.capability >= (9, 0)
+
+    @property
+    def bf16_tensor_cores(self) -> bool:
+        """bfloat16 matrix instructions: Ampere (sm_80) and newer."""
+        return not self.interpreter and self.capability >= (8, 0)
+
+
+# The interpreter has no shared memory to run out of; 4 "SMs" keep persistent and split-K grids small
+# enough to run quickly and large enough to exercise their reductions on the CPU tier's small cases.
+INTERPRETER = Device("interpreter", (0, 0), sms=4, smem_per_block=1 << 30, interpreter=True)
+
+KB = 1024
+# Opt-in shared memory per block by compute capability (CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability"), for a PyTorch that does not report it.
+SMEM_PER_BLOCK: dict[tuple[int, int], int] = {
+    (7, 5): 64 * KB, (8, 0): 163 * KB, (8, 6): 99 * KB, (8, 7): 163 * KB, (8, 9): 99 * KB,
+    (9, 0): 227 * KB, (10, 0): 227 * KB, (12, 0): 99 * KB,
+}  # fmt: skip
+
+# GPUs students and instructors have, one or two per architecture, as their drivers describe them.
+KNOWN_GPUS: dict[str, Device] = {
+    d.name: d
+    for d in (
+        Device("Tesla T4", (7, 5), 40, 64 * KB),
+        Device("NVIDIA A100-SXM4-80GB", (8, 0), 108, 163 * KB),
+        Device("NVIDIA A10", (8, 6), 72, 99 * KB),
+        Device("NVIDIA L4", (8, 9), 58, 99 * KB),
+        Device("NVIDIA GeForce RTX 4090", (8, 9), 128, 99 * KB),
+        Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * KB),
+        Device("NVIDIA H200", (9, 0), 132, 227 * KB),
+        Device("NVIDIA B200", (10, 0), 148, 227 * KB),
+        Device("NVIDIA GeForce RTX 5090", (12, 0), 170, 99 * KB),
+    )
+}
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_device(index: int) -> Device:
+    """The GPU at this index, described from its properties."""
+    props = torch.cuda.get_device_properties(index)
+    capability = (props.major, props.minor)
+    smem = getattr(props, "shared_memory_per_block_optin", 0) or SMEM_PER_BLOCK.get(capability, 48 * KB)
+    return Device(props.name, capability, props.multi_processor_count, smem)
+
+
+def device_of(t: torch.Tensor) -> Device:
+    """Where kernels launched on this tensor run: its GPU, or the CPU interpreter."""
+    if interpreter_requested() or t.device.type != "cuda":
+        return INTERPRETER
+    return cuda_device(t.device.index if t.device.index is not None else torch.cuda.current_device())

@@ -1,0 +1,132 @@
+"""Launch settings as data: how a table is found and read, what each GPU gets, and what the tuner may write.
+
+The pinned H200 and interpreter picks are the settings the solutions' if-ladders chose before the tables
+existed (results/h200/tune_*), so a table edit that changes them fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.specs import SLUGS, load_spec
+from course.configs import ConfigTable, ceil_bucket, dump_table, grid
+from course.device import INTERPRETER, KNOWN_GPUS, Device
+from course.loader import load_kernels
+
+H200, H100 = KNOWN_GPUS["NVIDIA H200"], KNOWN_GPUS["NVIDIA H100 80GB HBM3"]
+SOLUTIONS = {slug: load_kernels(slug, "solutions") for slug in SLUGS}
+
+
+def _table(tmp_path: Path) -> ConfigTable:
+    data = {"reference": "GPU A", "gpus": {
+        "GPU A": {"meta": {"capability": [9, 0], "smem_per_block": 200_000}, "k": {"b1": {"x": 1}, "b2": {"x": 2}}},
+        "GPU B": {"meta": {"capability": [9, 0], "smem_per_block": 100_000}, "k": {"b1": {"x": 3}}},
+    }}  # fmt: skip
+    path = tmp_path / "configs.json"
+    path.write_text(dump_table(data))
+    return ConfigTable(json.loads(path.read_text()), path, rules=lambda d, k, b, ref: {"rule": ref})
+
+
+def test_a_gpu_uses_its_own_entry_then_a_same_architecture_gpu_with_no_more_shared_memory_then_the_rules(
+    tmp_path: Path,
+) -> None:
+    table = _table(tmp_path)
+    b = Device("GPU B", (9, 0), 100, 100_000)
+    assert table.pick(b, "k", "b1") == {"x": 3}  # its own
+    assert table.pick(b, "k", "b2") == {"rule": {"x": 2}}  # GPU A has more shared memory: not borrowed
+    big = Device("GPU C", (9, 0), 100, 250_000)
+    assert table.pick(big, "k", "b1") == {"x": 1}  # borrowed from A, the first that fits
+    other = Device("GPU D", (8, 0), 100, 250_000)
+    assert table.pick(other, "k", "b1") == {"rule": {"x": 1}}  # another architecture: the rules, from A's
+    with table.forcing("k", "b1", {"x": 9}):
+        assert table.pick(b, "k", "b1") == {"x": 9} and table.pick(b, "k", "b2") == {"rule": {"x": 2}}
+    assert table.forced_hits == {("k", "b1")} and table.pick(b, "k", "b1") == {"x": 3}
+
+
+def test_a_kernels_py_without_a_table_beside_it_uses_the_released_one(tmp_path: Path) -> None:
+    lone = tmp_path / "kernels.py"
+    assert ConfigTable.beside(lone, "rmsnorm").path.parts[-2:] == ("rmsnorm", "configs.json")
+    (tmp_path / "configs.json").write_text('{"gpus": {}}')
+    assert ConfigTable.beside(lone, "rmsnorm").path == tmp_path / "configs.json"
+    with pytest.raises(FileNotFoundError, match="copy assignments/nothing/configs.json there"):
+        ConfigTable.beside(tmp_path / "elsewhere" / "kernels.py", "nothing")
+
+
+def test_bucket_and_grid_helpers() -> None:
+    assert [ceil_bucket(v, (512, 1024), "cols", "cols>1024") for v in (1, 512, 513, 4096)] == [
+        "cols<=512", "cols<=512", "cols<=1024", "cols>1024"]  # fmt: skip
+    assert grid(a=[1, 2], b=[3]) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]
+
+
+PINNED = [  # (slug, config function, arguments after the device, H200's pick, the interpreter's pick)
+    ("rmsnorm", "forward_config", (16384, 4096), (2, 4096, 16), (2, 4096, 16)),
+    ("rmsnorm", "forward_config", (1000, 96), (16, 128, 2), (16, 128, 2)),
+    ("rmsnorm", "forward_config", (3, 20001), (1, 16384, 8), (1, 16384, 8)),
+    ("rmsnorm", "backward_config", (16384, 4096), (264, 4096, 16), (8, 4096, 16)),
+    ("rmsnorm", "backward_config", (16384, 8192), (132, 8192, 16), (4, 8192, 16)),
+    ("fusion", "softmax_config", (16384, 1024), (2, 1024, 4), (2, 1024, 4)),
+    ("fusion", "softmax_config", (7, 32000), (1, 32768, 32), (1, 32768, 32)),
+    ("fusion", "softmax_config", (4, 128256), (1, 4096, 16), (1, 4096, 16)),
+    ("fusion", "gelu_config", (1 << 20,), (2048, 4), (2048, 4)),
+    ("coalescing", "transpose_config", (8192, 8192, 2), (128, 128, 8), (128, 128, 8)),
+    ("coalescing", "transpose_config", (1000, 1000, 2), (64, 64, 4), (64, 64, 4)),
+    ("coalescing", "transpose_config", (4096, 14336, 4), (64, 64, 8), (64, 64, 8)),
+    ("rope", "rope_config", (32 * 8192, 64), (16, 64, 4), (16, 64, 4)),
+    ("rope", "rope_config", (256, 64), (2, 64, 1), (2, 64, 1)),
+    ("swiglu", "swiglu_config", (8192 * 14336,), (2048, 8), (2048, 8)),
+    ("swiglu", "swiglu_config", (8192 * 14336, True), (1024, 8), (1024, 8)),
+    ("swiglu", "swiglu_config", (16 * 14336,), (512, 2), (512, 2)),
+]
+
+
+@pytest.mark.parametrize(("slug", "fn", "args", "h200", "interpreter"), PINNED)
+def test_the_h200_and_the_interpreter_keep_the_settings_they_had(slug: str, fn: str, args: tuple, h200: tuple,
+                                                                 interpreter: tuple) -> None:  # fmt: skip
+    config = getattr(SOLUTIONS[slug], fn)
+    assert config(H200, *args) == h200
+    assert config(H100, *args) == h200  # no H100 entry yet: it borrows the H200's
+    assert config(INTERPRETER, *args) == interpreter
+
+
+def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> None:
+    tiling, fa, qm = SOLUTIONS["tiling"], SOLUTIONS["flash_attention"], SOLUTIONS["quant_matmul"]
+    tiles = [(c["block_m"], c["block_n"], c["block_k"], c["num_stages"], c["num_warps"])
+             for c in tiling.matmul_config(H200, torch.bfloat16)]  # fmt: skip
+    assert tiles == [(128, 256, 64, 3, 8), (128, 128, 64, 3, 4), (64, 256, 64, 4, 4), (64, 128, 64, 4, 4)]
+    assert [c["block_m"] for c in tiling.matmul_config(INTERPRETER, torch.float32)] == [32]
+    fwd = fa.forward_config(H200, 128, torch.bfloat16, False)
+    assert (fwd.block_m, fwd.block_n, fwd.num_warps, fwd.num_stages) == (128, 128, 8, 3)
+    assert fwd.tma == (fa.TensorDescriptor is not None)
+    assert fa.forward_config(H200, 64, torch.float16, True) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+    assert fa.forward_config(INTERPRETER, 64, torch.float32, True) == fa.FwdConfig(64, 32, 4, 1, False)
+    assert fa.decode_config(H200, torch.bfloat16, 4096, 64)[0] == fa.DecodeConfig(1024, 64, 4, 3)
+    assert fa.backward_config(H200, torch.bfloat16) == fa.BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, 64)
+    assert qm.quant_config(H200, 4, 1, torch.float16) == qm.GemvConfig(32, 128, 2, 8, 3)
+    assert qm.quant_config(INTERPRETER, 4, 16, torch.float16) == qm.default_config(4, 16)
+
+
+def test_no_gpu_gets_tma_without_the_engine_nor_more_shared_memory_than_it_has() -> None:
+    fa = SOLUTIONS["flash_attention"]
+    for device in KNOWN_GPUS.values():
+        cfg = fa.forward_config(device, 128, torch.float16, False)
+        assert not cfg.tma or device.capability >= (9, 0)
+        assert fa._smem("forward", cfg.__dict__, 2, 128, device.capability >= (8, 0)) <= device.smem_per_block
+        tiles = SOLUTIONS["tiling"].matmul_config(device, torch.float16)
+        assert all(SOLUTIONS["tiling"]._smem_bytes(c, 2) <= device.smem_per_block for c in tiles)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_search_space_tunes_a_graded_task_into_buckets_the_wrappers_read(slug: str) -> None:
+    module, spec = SOLUTIONS[slug], load_spec(slug)
+    tasks = {p.task for p in spec.parts}
+    reference = module.CONFIGS.gpus[module.CONFIGS.data["reference"]]
+    assert module.SEARCH_SPACE
+    for space in module.SEARCH_SPACE:
+        assert space.task in tasks and space.candidates
+        assert set(space.buckets) <= set(reference[space.kernel]), f"{space.kernel}: buckets the table does not have"
+        assert all(params.get("dtype") in ("float32", "float16", "bfloat16") for calls in space.buckets.values() for params in calls)
+    assert set(module.CONFIGS.gpus["interpreter"]) >= set(reference)  # the interpreter has every kernel
