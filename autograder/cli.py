@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {grade,release,doctor,bench,batch,gradescope}."""
+"""Command line: python -m autograder {grade,release,doctor,bench,batch,gradescope,tune}."""
 
 from __future__ import annotations
 
@@ -65,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     z = sub.add_parser("gradescope", help="build the Gradescope autograder bundle (CPU tier) (instructors)")
     z.add_argument("slugs", nargs="*", metavar="SLUG", help="assignments the bundle grades (default: all)")
     z.add_argument("--out", type=Path, default=REPO_ROOT / "dist" / "gradescope_autograder.zip")
+
+    u = sub.add_parser("tune", help="measure a solution's launch settings on this GPU and write its configs.json entry (instructors)")
+    u.add_argument("slugs", nargs="+", metavar="SLUG")
+    u.add_argument("--gpu-name", help="the table entry's name (default: this GPU's, as torch.cuda.get_device_name() says it)")
+    u.add_argument("--smoke", action="store_true", help="a tiny space on tiny shapes under the CPU interpreter: checks the tuner, times nothing")
+    u.add_argument("--out", type=Path, help="write the table here (a folder gets SLUG/configs.json) instead of solutions/SLUG/configs.json")
+    u.add_argument("--reps", type=int, default=20, help="timed calls per candidate and call (GPU)")
     return p
 
 
@@ -234,10 +241,26 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from autograder.tune import tune
+
+    if problem := _unknown_slugs(args.slugs):
+        print(problem)
+        return 2
+    for slug in args.slugs:
+        out = args.out / slug / "configs.json" if args.out is not None and args.out.suffix != ".json" else args.out
+        try:
+            tune(slug, args.gpu_name, args.smoke, out, args.reps)
+        except RuntimeError as exc:
+            print(exc)
+            return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench,
-                "batch": cmd_batch, "gradescope": cmd_gradescope}
+                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune}
     return commands[args.command](args)
 
 

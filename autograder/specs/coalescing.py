@@ -91,7 +91,7 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
     return cases
 
 
-# Speed: against PyTorch's x.t().contiguous(), timed in the same run. On an H200 (scripts/tune_coalescing.py)
+# Speed: against PyTorch's x.t().contiguous(), timed in the same run. On an H200 (results/h200/tune_coalescing.json)
 # it moves 15% of the copy bandwidth in bfloat16 and 27% in float32, while a tiled kernel reaches 85-93%:
 # full points at 85% of copy bandwidth, which is 5.5x PyTorch in bfloat16 and 3x in float32. Matching
 # PyTorch's transpose earns nothing.

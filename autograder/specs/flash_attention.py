@@ -157,9 +157,9 @@ def attention_bytes(params: Params) -> int:
 # precision. The error is measured as the smallest c with |out - ref| <= c * (scale + |ref|) for every
 # element, scale as below. Two sources:
 #
-# 1. On an H200 (scripts/tune_flash_attention.py, correctness section; results/h200/
-#    tune_flash_attention.txt), SDPA's flash, cuDNN, memory-efficient and default backends on every
-#    GPU case below, one seed each, scale = mean|ref| of the whole tensor. Worst c of any backend:
+# 1. On an H200 (results/h200/tune_flash_attention.txt, the calibration against SDPA), SDPA's flash,
+#    cuDNN, memory-efficient and default backends on every GPU case below, one seed each, scale = mean|ref|
+#    of the whole tensor. Worst c of any backend:
 #
 #                 forward    backward (dq, dk, dv)
 #     float32     4.7e-5     2.7e-5     (the score_std=40 case; 2e-5 elsewhere)

@@ -64,7 +64,7 @@ def flops(params: Params) -> int:
 #   - summing K products in float32: relative to mean|ref| this grows with K. Rounding to nearest would
 #     give about 2^-24 sqrt(K), but the tensor cores' float32 accumulation is biased (it truncates), and on
 #     an H200 the largest accumulator error grew in proportion to K: 0.16 * 2^-24 * K at K = 4096 and 14336
-#     (scripts/tune_tiling.py, results/h200/tune_tiling.json). atol = 2^-24 * K leaves a 6x margin;
+#     (results/h200/tune_tiling.json). atol = 2^-24 * K leaves a 6x margin;
 #   - float32 inputs only: the three tf32 products per step (tf32x3) miss the lo*lo term, about 2^-22 of
 #     each product, a K-independent error near 1e-6 of mean|ref|; measured at most 7e-6 with K = 14336.
 #     cuBLAS in float32 (ordinary float32 arithmetic, no tensor cores) measured 4e-5 there. float32's

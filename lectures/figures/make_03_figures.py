@@ -3,7 +3,7 @@
     python lectures/figures/make_03_figures.py
 
 Needs only matplotlib; runs on a CPU in a few seconds. The access-pattern figures are drawn from the
-address arithmetic; the measured ones from results/h200/tune_coalescing.json (scripts/tune_coalescing.py)
+address arithmetic; the measured ones from results/h200/tune_coalescing.json (results/h200/NOTES.md)
 and results/h200/coalescing.json (python -m autograder bench coalescing), both measured on an H200.
 """
 

@@ -3,7 +3,7 @@
     python lectures/figures/make_04_figures.py
 
 Needs only matplotlib; runs on a CPU in a few seconds. The traffic model and the launch-order picture
-come from arithmetic; the measured figures from results/h200/tune_tiling.json (scripts/tune_tiling.py)
+come from arithmetic; the measured figures from results/h200/tune_tiling.json (results/h200/NOTES.md)
 and results/h200/tiling.json (python -m autograder bench tiling), both measured on an H200.
 """
 

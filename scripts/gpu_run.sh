@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One GPU session: tune every solution's launch settings on this GPU, grade the solutions on the GPU tier with
+# the new tables, and benchmark them; everything lands in $OUT/results.tar.gz (a device call returns few files).
+#
+#   OUT=/some/dir bash scripts/gpu_run.sh                      (repository root, on a GPU machine)
+#
+# STAGES picks and orders the stages (default "tune grade bench"; also "stubs": the stubs score zero,
+# "stability": five gradings of each solution's speed cases, "batch": batch grading on one GPU against all).
+# SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
+# would start past it is listed as not run, so a second call can finish the job (commit the tables from
+# $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
+set -u
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/gpu_run}; W=$OUT/work; mkdir -p "$W"
+STAGES=${STAGES:-tune grade bench}; BUDGET=${BUDGET:-570}; START=$(date +%s)
+SLUGS=${SLUGS:-$(python3 -c "from autograder.specs import SLUGS; print(' '.join(SLUGS))")}
+left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+pack() { tar -czf "$OUT/results.tar.gz" -C "$W" .; }
+skipped=""
+run() {  # run NAME SECONDS_NEEDED COMMAND...: run it under the time left, or note it as not run
+  local name=$1 need=$2; shift 2
+  if [ "$(left)" -lt "$need" ]; then skipped="$skipped $name"; return; fi
+  local t0; t0=$(date +%s)
+  timeout "$(left)" "$@" > "$W/$name.txt" 2>&1; local rc=$?
+  echo "$name: exit $rc, $(( $(date +%s) - t0 )) s"
+  pack
+}
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$W/gpu.txt"
+for stage in $STAGES; do
+  case $stage in
+    tune)
+      for s in $SLUGS; do
+        run "tune_$s" 30 python3 -m autograder tune "$s"
+        echo "  $(grep -c 'chosen:' "$W/tune_$s.txt" 2>/dev/null) buckets tuned, $(grep -c 'left out' "$W/tune_$s.txt" 2>/dev/null) candidates left out"
+      done
+      python3 -m autograder release > "$W/release.txt" 2>&1
+      mkdir -p "$W/tables"; for s in $SLUGS; do for d in solutions assignments; do mkdir -p "$W/tables/$d/$s"; cp "$d/$s/configs.json" "$W/tables/$d/$s/"; done; done
+      pack ;;
+    grade)
+      for s in $SLUGS; do
+        run "grade_$s" 60 python3 -m autograder grade "$s" --solutions --device cuda --skip-doctor --json "$W/grade_${s}_gpu_tier.json" ${GRADE_ARGS:-}
+        grep -E "^Total" "$W/grade_$s.txt" 2>/dev/null
+      done ;;
+    stubs) run stubs 60 python3 -m autograder grade $SLUGS --device cuda --skip-doctor --max-cases 1; grep -E "^Total" "$W/stubs.txt" 2>/dev/null ;;
+    bench) run bench 60 python3 -m autograder bench $SLUGS ${BENCH_ARGS:---quick} --out "$W/bench" ;;
+    stability) for s in $SLUGS; do run "stability_$s" 60 python3 scripts/stability.py "$s" --runs 5 --out "$W/stability_$s.json"; done ;;
+    batch) run batch 120 python3 scripts/batch_throughput.py rmsnorm --out "$W/batch" --students 8 --max-cases 1; rm -rf "$W/batch/class" "$W"/batch/graded_*/work ;;
+    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch"; exit 2 ;;
+  esac
+done
+pack
+grep -h -E "FAIL|ERROR|TIMEOUT" "$W"/grade_*.txt 2>/dev/null | grep -v speed | head -20
+[ -z "$skipped" ] || echo "not run within BUDGET=$BUDGET s:$skipped (run them in another call: STAGES=..., SLUGS=...)"
+echo "results: $OUT/results.tar.gz ($(( $(date +%s) - START )) s)"

@@ -1,0 +1,37 @@
+"""`python -m autograder tune --smoke`: the whole tuning path under the interpreter, on a copy of the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.tune import describe, tune
+from conftest import REPO_ROOT
+from course.loader import load_kernels
+
+
+@pytest.mark.slow
+def test_a_smoke_tuning_checks_times_and_writes_an_entry_beside_the_solutions_table(tmp_path: Path) -> None:
+    before = (REPO_ROOT / "solutions" / "tiling" / "configs.json").read_text()
+    lines: list[str] = []
+    results = tune("tiling", smoke=True, out=tmp_path / "configs.json", log=lines.append)
+    space = next(s for s in load_kernels("tiling", "solutions").SEARCH_SPACE if "float32" in s.buckets)
+    # the 16-bit space has no CPU-tier case; the float32 one keeps its two candidates, both correct, as a list
+    (result,) = results
+    assert (result.kernel, result.bucket) == ("matmul", "float32")
+    assert all(not t.problem and len(t.ms) == 1 and t.ms[0] > 0 for t in result.trials)
+    table = json.loads((tmp_path / "configs.json").read_text())
+    entry = table["gpus"]["interpreter"]
+    assert sorted(map(json.dumps, entry["matmul"]["float32"])) == sorted(json.dumps(c[0]) for c in space.candidates[:2])
+    assert entry["meta"]["command"] == "python -m autograder tune tiling --smoke"
+    assert table["gpus"]["NVIDIA H200"] == json.loads(before)["gpus"]["NVIDIA H200"]  # other GPUs' entries kept
+    assert (REPO_ROOT / "solutions" / "tiling" / "configs.json").read_text() == before
+    assert any("no CPU-tier case" in line for line in lines) and any("chosen:" in line for line in lines)
+
+
+def test_settings_are_described_in_a_line() -> None:
+    assert describe({"block": 512, "num_warps": 2}) == "block=512 num_warps=2"
+    assert describe([{"a": 1}, {"a": 2}]) == "a=1 | a=2"
+    assert describe({"path": "gemv", "cfg": {"block_n": 8}}) == "path=gemv cfg=block_n=8"
