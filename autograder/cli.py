@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {grade,release,doctor,bench,batch,gradescope,tune}."""
+"""Command line: python -m autograder {grade,release,doctor,bench,batch,gradescope,tune,new}."""
 
 from __future__ import annotations
 
@@ -72,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--smoke", action="store_true", help="a tiny space on tiny shapes under the CPU interpreter: checks the tuner, times nothing")
     u.add_argument("--out", type=Path, help="write the table here (a folder gets SLUG/configs.json) instead of solutions/SLUG/configs.json")
     u.add_argument("--reps", type=int, default=20, help="timed calls per candidate and call (GPU)")
+
+    n = sub.add_parser("new", help="scaffold a new assignment: solution, table, spec, handout, tests, notebook (instructors)")
+    n.add_argument("slug", metavar="SLUG", help="the new assignment's slug: lower-case letters, digits and underscores")
     return p
 
 
@@ -257,10 +260,23 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from autograder.scaffold import next_steps, scaffold
+
+    try:
+        written = scaffold(args.slug)
+    except ValueError as exc:
+        print(exc)
+        return 2
+    print("\n".join(f"wrote {p.relative_to(REPO_ROOT)}" for p in written))
+    print(next_steps(args.slug))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench,
-                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune}
+                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new}
     return commands[args.command](args)
 
 
