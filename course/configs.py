@@ -96,18 +96,19 @@ class ConfigTable:
 
     def pick(self, device: Device, kernel: str, bucket: str) -> Any:
         """The settings of one kernel for one shape bucket on a device."""
-        if (kernel, bucket) in self._forced:
+        if self._forced and (kernel, bucket) in self._forced:
             self.forced_hits.add((kernel, bucket))
             return self._forced[kernel, bucket]
         key = (device, kernel, bucket)
-        if key not in self._cache:
+        found = self._cache.get(key)  # every launch comes here: one dict lookup once the answer is known
+        if found is None:
             found = self.measured(device.name, kernel, bucket)
             if found is None:
                 found = self.borrowed(device, kernel, bucket)
             if found is None:
                 found = self.rules(device, kernel, bucket, self.reference(kernel, bucket))
             self._cache[key] = found
-        return self._cache[key]
+        return found
 
     def force(self, kernel: str, bucket: str, settings: Any | None) -> None:
         """Make every pick of `kernel` in `bucket` return `settings` (None: back to the table). The tuner uses it."""
