@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 SMALL = 1 << 20
 
-KERNELS = Template('''"""Assignment $nn, $slug: scale and shift, y = x * scale + shift over the last dimension, one Triton kernel.
+KERNELS = Template('''"""Assignment $nn, $slug: scale and shift over the last dimension, as one Triton kernel.
 
     y[..., j] = x[..., j] * scale[j] + shift[j]        scale, shift: (N,) with N = x.shape[-1]
 
@@ -132,7 +132,7 @@ def scale_shift(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> to
     return scale_shift_forward(x, scale, shift)
 ''')
 
-SPEC = Template('''"""Grading spec for assignment $nn, $slug: scale_shift(x, scale, shift) = x * scale + shift over the last dimension."""
+SPEC = Template('''"""Grading spec for assignment $nn, $slug: scale_shift(x, scale, shift) = x * scale + shift, last dimension."""
 
 from __future__ import annotations
 

@@ -191,7 +191,8 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
     entry: dict[str, Any] = {"meta": {
         "measured_on": dev.name, "capability": list(dev.capability), "sms": dev.sms, "smem_per_block": dev.smem_per_block,
         "date": datetime.date.today().isoformat(), "torch": torch.__version__, "triton": _triton_version(),
-        "command": f"python -m autograder tune {slug}" + (f" --gpu-name '{gpu_name}'" if gpu_name else "") + (" --smoke" if smoke else ""),
+        "command": " ".join(["python -m autograder tune", slug] + ([f"--gpu-name '{gpu_name}'"] if gpu_name else [])
+                            + (["--smoke"] if smoke else [])),
     }}  # fmt: skip
     for r in results:
         if r.chosen is not None:
