@@ -6,7 +6,7 @@ each candidate is forced on its kernel and its outputs checked against the spec'
 bucket's first call; the correct ones are then timed together, interleaved call by call, with the grader's
 timer (L2 flushed before each call). The fastest by geometric mean over the bucket's calls goes into
 solutions/<slug>/configs.json under this GPU's name (for an autotuner's list, the fastest few), with the
-GPU, date and versions. `--smoke` runs the same path under the CPU interpreter on the spec's first CPU
+GPU, date and versions; buckets the search space does not cover keep the GPU's earlier settings, if any. `--smoke` runs the same path under the CPU interpreter on the spec's first CPU
 case, two candidates per search space (the times mean nothing), so that the tests exercise it.
 """
 
@@ -205,10 +205,24 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
 
 
 def write_entry(path: Path, name: str, entry: dict, template: Path) -> None:
-    """Put one GPU's entry into the table at `path` (started from `template`, the solution's table, when new)."""
+    """Put one GPU's entry into the table at `path` (started from `template`, the solution's table, when new).
+
+    Buckets this run did not measure keep the GPU's earlier settings, if it had an entry, and the meta says
+    which: re-tuning the reference GPU on a subset must not drop what the other GPUs' rules start from.
+    """
     source = path if path.exists() else template
     data = json.loads(source.read_text())
-    data.setdefault("gpus", {})[name] = entry
+    gpus = data.setdefault("gpus", {})
+    merged, kept = {"meta": entry["meta"]}, []
+    old = gpus.get(name, {})
+    for kernel in [k for k in old if k != "meta"] + [k for k in entry if k not in old and k != "meta"]:
+        buckets = dict(old.get(kernel, {}))
+        kept += [f"{kernel} [{b}]" for b in buckets if b not in entry.get(kernel, {})]
+        buckets.update(entry.get(kernel, {}))
+        merged[kernel] = buckets
+    if kept:
+        merged["meta"]["kept"] = f"not re-measured, as of {old.get('meta', {}).get('date', 'an earlier entry')}: " + ", ".join(kept)
+    gpus[name] = merged
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_table(data))
 

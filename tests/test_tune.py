@@ -26,6 +26,9 @@ def test_a_smoke_tuning_checks_times_and_writes_an_entry_beside_the_solutions_ta
     entry = table["gpus"]["interpreter"]
     assert sorted(map(json.dumps, entry["matmul"]["float32"])) == sorted(json.dumps(c[0]) for c in space.candidates[:2])
     assert entry["meta"]["command"] == "python -m autograder tune tiling --smoke"
+    # the bucket it could not measure keeps the entry's earlier settings, and the meta says so
+    assert entry["matmul"]["16-bit"] == json.loads(before)["gpus"]["interpreter"]["matmul"]["16-bit"]
+    assert "matmul [16-bit]" in entry["meta"]["kept"] and "pad [all]" in entry["meta"]["kept"]
     assert table["gpus"]["NVIDIA H200"] == json.loads(before)["gpus"]["NVIDIA H200"]  # other GPUs' entries kept
     assert (REPO_ROOT / "solutions" / "tiling" / "configs.json").read_text() == before
     assert any("no CPU-tier case" in line for line in lines) and any("chosen:" in line for line in lines)
