@@ -109,7 +109,7 @@ def tune_bucket(module: ModuleType, spec_part: Part, space: SearchSpace, bucket:
 
             fns[str(n)] = call
         try:
-            times = timing.time_interleaved(fns, len(pool), reps, device, warmup_ms=20.0 if cuda else 0.0,
+            times = timing.time_interleaved(fns, len(pool), reps, device, warmup_ms=5.0 if cuda else 0.0,
                                             min_warmup_calls=3 if cuda else 1)  # fmt: skip
         finally:
             table.force(space.kernel, bucket, None)
