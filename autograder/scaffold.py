@@ -360,7 +360,10 @@ def notebook(nn: str, slug: str) -> str:
         ("markdown", f"## 2. Your kernel\n\nFill in `# TODO({slug}.forward)` in `assignments/{slug}/kernels.py`, then re-run "
                      f"this cell. Grade yourself with `python -m autograder grade {slug}`."),
         ("code", f"try:\n    mine = load_kernels(\"{slug}\").scale_shift(x, scale, shift)\n"
-                 "    print(\"max |error|:\", (mine - y).abs().max().item())\nexcept NotImplementedError as exc:\n    print(exc)"),
+                 "    print(\"max |error|:\", (mine - y).abs().max().item())\n"
+                 "except Exception as err:  # the interpreter wraps the stub's NotImplementedError in an error of its own\n"
+                 f"    unfilled = \"NotImplementedError\" in f\"{{err!r}} {{err.__cause__!r}}\"\n"
+                 f"    print(\"Next: fill in {slug}.forward in assignments/{slug}/kernels.py.\" if unfilled else repr(err))"),
     ]  # fmt: skip
     body = {
         "cells": [{"cell_type": kind, "id": f"{slug}-{i}", "metadata": {}, "source": text.splitlines(keepends=True),

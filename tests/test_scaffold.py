@@ -29,9 +29,14 @@ from autograder.grade import grade_assignment
 
 assert main(["new", "scale_shift"]) == 0
 importlib.reload(autograder.specs)  # the slugs were listed before the new spec existed
-files = ["solutions/scale_shift/kernels.py", "assignments/scale_shift/kernels.py", "tests/submissions/scale_shift/wrong_no_shift.py"]
-with ThreadPoolExecutor(3) as pool:  # each grading runs its own worker process, so they overlap
+files = ["solutions/scale_shift/kernels.py", "assignments/scale_shift/kernels.py"]
+with ThreadPoolExecutor(2) as pool:  # each grading runs its own worker process, so they overlap
     results = list(pool.map(lambda f: grade_assignment("scale_shift", Path(f).resolve(), "cpu", seed=1, timeout=120.0), files))
+notebook = json.loads(next(Path("notebooks").glob("*_scale_shift.ipynb")).read_text())
+namespace = {}
+for cell in notebook["cells"]:  # top to bottom, on the CPU, with the stub in assignments/
+    if cell["cell_type"] == "code":
+        exec("".join(cell["source"]), namespace)
 print(json.dumps([[r.score(False), r.max_score(False)] for r in results]))
 """
 
@@ -44,9 +49,10 @@ def test_a_new_assignment_grades_its_stub_zero_and_its_template_full(tmp_path: P
     env = {**os.environ, "PYTHONPATH": str(root), "TRITON_INTERPRET": "1"}
     proc = subprocess.run([sys.executable, "-c", GRADE_ALL], cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (solution, max_points), (stub, _), (wrong, _) = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert max_points == 60 and solution == 60 and stub == 0 and wrong == 0
+    (solution, max_points), (stub, _) = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert max_points == 60 and solution == 60 and stub == 0
     assert "next, to make scale_shift a course assignment" in proc.stdout.lower()
+    assert "Next: fill in scale_shift.forward in assignments/scale_shift/kernels.py." in proc.stdout  # the notebook ran
     assert missing_pieces("scale_shift", root) == []
     sections = section_order((root / "solutions" / "scale_shift" / "kernels.py").read_text())
     assert sections == sorted(sections, key=ORDER.index) and {"Kernels", "Configuration", "Launchers", "Module"} <= set(sections)
