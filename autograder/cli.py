@@ -37,9 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--skip-doctor", action="store_true", help="skip the install check")
     g.add_argument("--max-cases", type=int, metavar="N", help="a quick check: only the first N cases of each part (not a full grade)")
 
-    r = sub.add_parser("release", help="write assignments/ from solutions/ (instructors)")
+    r = sub.add_parser("release", help="write assignments/ and notebooks/ from solutions/ (instructors)")
     r.add_argument("slugs", nargs="*", metavar="SLUG")
-    r.add_argument("--check", action="store_true", help="only check that assignments/ is what the release makes")
+    r.add_argument("--check", action="store_true", help="only check that assignments/ and notebooks/ are what the release makes")
 
     d = sub.add_parser("doctor", help="check the install and say where kernels run")
     d.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
@@ -153,13 +153,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     differing = release(slugs, check=args.check)
     if args.check:
         if differing:
-            print("assignments/ is not what the release makes from solutions/; these differ:")
+            print("assignments/ and notebooks/ are not what the release makes from solutions/; these differ:")
             print("\n".join(f"  {p}" for p in differing))
             print("Run `python -m autograder release` (or `make release`) and commit the result.")
             return 1
-        print(f"assignments/ matches solutions/ for {', '.join(slugs)}.")
+        print(f"assignments/ matches solutions/ for {', '.join(slugs)}, and notebooks/ matches solutions/notebooks/.")
         return 0
-    print("\n".join(f"wrote {p}" for p in differing) or "assignments/ was already up to date.")
+    print("\n".join(f"wrote {p}" for p in differing) or "assignments/ and notebooks/ were already up to date.")
     return 0
 
 

@@ -13,7 +13,8 @@ and is released, at the same indentation, as
         #   A hint line, kept in the stub as a comment.
         raise NotImplementedError("TODO(rmsnorm.forward): not implemented yet; see README.md")
 
-Every other file in solutions/<slug>/ (the handout README.md) is copied as it is.
+Every other file in solutions/<slug>/ (the handout README.md) is copied as it is. The student notebooks
+(notebooks/) are released from solutions/notebooks/ the same way (autograder/notebook_release.py).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class ReleaseError(Exception):
     pass
 
 
-def make_stub(source: str, filename: str = "kernels.py") -> str:
-    """The student version of a solution file."""
+def make_stub(source: str, filename: str = "kernels.py", where: str = "see README.md") -> str:
+    """The student version of a solution file (or of a notebook cell); `where` ends the error's sentence."""
     out: list[str] = []
     lines = source.splitlines(keepends=True)
     i = 0
@@ -61,7 +62,7 @@ def make_stub(source: str, filename: str = "kernels.py") -> str:
             raise ReleaseError(f"{filename}:{i + 1}: BEGIN SOLUTION {task} is never closed")
         out.append(f"{indent}# TODO({task})\n")
         out.extend(f"{indent}#   {h}\n" if h else f"{indent}#\n" for h in hints)
-        out.append(f'{indent}raise NotImplementedError("TODO({task}): not implemented yet; see README.md")\n')
+        out.append(f'{indent}raise NotImplementedError("TODO({task}): not implemented yet; {where}")\n')
         i = j + 1
     return "".join(out)
 
@@ -81,8 +82,10 @@ def released_files(slug: str, root: Path = REPO_ROOT) -> dict[str, str]:
     return files
 
 
-def release(slugs: list[str], root: Path = REPO_ROOT, check: bool = False) -> list[str]:
-    """Write assignments/ (or, with check, only compare). Returns the paths that differ or were written."""
+def release(slugs: list[str], root: Path = REPO_ROOT, check: bool = False, notebooks: bool = True) -> list[str]:
+    """Write assignments/ and notebooks/ (or, with check, only compare). Returns the paths that differ or were written."""
+    from autograder.notebook_release import release_notebooks
+
     differing = []
     for slug in slugs:
         dst = root / "assignments" / slug
@@ -103,4 +106,6 @@ def release(slugs: list[str], root: Path = REPO_ROOT, check: bool = False) -> li
             differing.append(f"assignments/{slug}/{rel}")
             if not check:
                 (dst / rel).unlink()
+    if notebooks:
+        differing += release_notebooks(root, check)
     return differing
