@@ -44,7 +44,7 @@ class Case:
     def name(self) -> str:
         if self.label:
             return self.label
-        shapes = [str(tuple(a.shape)) for a in self.args if isinstance(a, torch.Tensor)]
+        shapes = list(dict.fromkeys(str(tuple(a.shape)) for a in self.args if isinstance(a, torch.Tensor)))
         others = [f"{k}={v}" for k, v in self.kwargs.items() if not isinstance(v, torch.Tensor)]
         return ", ".join(shapes + others) or "the case"
 
@@ -122,14 +122,36 @@ def _as_float64(a: Any) -> Any:
     return a
 
 
-def _leaves(out: Any, names: Sequence[str] | None) -> list[tuple[str, Any]]:
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as one dict whose keys join the path: {"add": {"flops": 1}} -> {"add / flops": 1}."""
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    flat: dict[str, Any] = {}
+    for k, v in obj.items():
+        flat.update(_flatten(v, f"{prefix} / {k}" if prefix else str(k)))
+    return flat
+
+
+def _leaves(out: Any, names: Sequence[str] | None, like: Any = None) -> list[tuple[str, Any]]:
+    if isinstance(like, dict):  # keyed outputs are matched by key, in the reference's order
+        got = _flatten(out) if isinstance(out, dict) else {}
+        return [(k, got.get(k, _MISSING)) for k in _flatten(like)]
+    if isinstance(out, dict):
+        return list(_flatten(out).items())
     if isinstance(out, (tuple, list)):
         return [(names[i] if names and i < len(names) else f"output {i}", o) for i, o in enumerate(out)]
     return [(names[0] if names else "output", out)]
 
 
+_MISSING = object()
+
+
 def _judge(name: str, got: Any, want: Any, tol: Tolerance) -> tuple[str, float]:
     """('', error as a fraction of the tolerance) when got matches want, else (a clause saying how not)."""
+    if got is _MISSING:
+        return f"`{name}` is missing", math.inf
+    if got is None:
+        return f"`{name}` is not filled in yet (None)", math.inf
     if isinstance(want, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return f"`{name}` should be a tensor, but is {type(got).__name__}", math.inf
@@ -172,7 +194,7 @@ def check(
             if b is not None and not torch.equal(a, b):
                 return _report(exercise, False, f"{exercise} changed its input {i} on {c.name}: write only to the output.")
         want = reference(*map(_as_float64, c.args), **{k: _as_float64(v) for k, v in c.kwargs.items()})
-        got_leaves, want_leaves = _leaves(out, names), _leaves(want, names)
+        got_leaves, want_leaves = _leaves(out, names, want), _leaves(want, names)
         if len(got_leaves) != len(want_leaves):
             return _report(exercise, False, f"{exercise} returned {len(got_leaves)} outputs on {c.name}, but should return {len(want_leaves)}.")
         for (name, got), (_, expected) in zip(got_leaves, want_leaves):
@@ -181,7 +203,8 @@ def check(
                 return _report(exercise, False, f"{exercise} is wrong on {c.name}: {problem}.")
             worst = max(worst, error)
     shown = "; ".join(c.name for c in cases[:4]) + ("; ..." if len(cases) > 4 else "")
-    return _report(exercise, True, f"{exercise} passed all {len(cases)} cases ({shown}); its largest error is {worst:.2g} of the tolerance.")
+    which = f"its case ({shown})" if len(cases) == 1 else f"all {len(cases)} cases ({shown})"
+    return _report(exercise, True, f"{exercise} passed {which}; its largest error is {worst:.2g} of the tolerance.")
 
 
 def check_that(exercise: str, attempt: Callable[[], Any], judge: Callable[[Any], str],
