@@ -103,8 +103,11 @@ def _failure(exercise: str, exc: BaseException, where: str) -> str:
 def _poisoned_call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
     """Call fn with torch.empty handing out NaN, so that elements fn never writes stay visibly wrong."""
     fill = torch.utils.deterministic.fill_uninitialized_memory
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    # NaN filling works only in deterministic mode. The public switch imports torch._inductor on first use
+    # (seconds, in every notebook); the flag it sets is this one.
+    set_mode = getattr(torch._C, "_set_deterministic_algorithms", torch.use_deterministic_algorithms)
+    set_mode(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
     try:
         out = fn(*args, **kwargs)
@@ -112,7 +115,7 @@ def _poisoned_call(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) 
             torch.cuda.synchronize()
         return out
     finally:
-        torch.use_deterministic_algorithms(was, warn_only=True)
+        set_mode(was[0], warn_only=was[1])
         torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
