@@ -10,8 +10,8 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
-# An exercise check in an instructor notebook that does not pass raises, so that nbval fails (the notebook
-# kernels inherit this environment); the student notebooks' test turns it off.
+# An exercise check that does not pass raises (solutions/notebooks/conftest.py sets the same for nbval);
+# the student notebooks' test turns it off.
 os.environ.setdefault("COURSE_STRICT_EXERCISES", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
