@@ -13,7 +13,8 @@ and is released, at the same indentation, as
         #   A hint line, kept in the stub as a comment.
         raise NotImplementedError("TODO(rmsnorm.forward): not implemented yet; see README.md")
 
-Every other file in solutions/<slug>/ (the handout README.md) is copied as it is. The student notebooks
+Every other file in solutions/<slug>/ (the handout README.md) is copied as it is, except the hint ladders
+(hints.toml), which are released base64-encoded as hints.b64 (autograder/hints.py). The student notebooks
 (notebooks/) are released from solutions/notebooks/ the same way (autograder/notebook_release.py).
 """
 
@@ -22,11 +23,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from autograder import hints
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?:\s+(?P<task>[\w.]+))?\s*$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
 HINT = re.compile(r"^\s*#>\s?(?P<text>.*)$")
-SKIP = {"__pycache__", ".ipynb_checkpoints"}
+# hints_used.json is the student's record of the hints they asked for (autograder/hints.py), never released.
+SKIP = {"__pycache__", ".ipynb_checkpoints", "hints_used.json"}
 
 
 class ReleaseError(Exception):
@@ -78,7 +82,10 @@ def released_files(slug: str, root: Path = REPO_ROOT) -> dict[str, str]:
             continue
         rel = str(path.relative_to(src))
         text = path.read_text()
-        files[rel] = make_stub(text, f"solutions/{slug}/{rel}") if path.suffix == ".py" else text
+        if rel == hints.SOURCE:  # the hint ladders, encoded so that they are not read by accident
+            files[hints.RELEASED] = hints.encode(text, f"solutions/{slug}/{rel}")
+        else:
+            files[rel] = make_stub(text, f"solutions/{slug}/{rel}") if path.suffix == ".py" else text
     return files
 
 
