@@ -344,6 +344,10 @@ def _accepts(fn: ast.FunctionDef, n_args: int) -> bool:
     return args.vararg is not None or total - len(args.defaults) <= n_args <= total
 
 
+_CANDIDATES: dict[str, ModuleType] = {}  # source -> its functions, loaded once for the wrapper jobs
+_SOLUTIONS: dict[str, ModuleType] = {}  # slug -> the solution module the wrappers take a place in
+
+
 def run_job(job: Job, defs: Defs, workdir: Path, tag: str, scramble: bool = False) -> dict[str, Any]:
     """Load the candidate, put it in its place, and grade the parts it serves. Returns the job's result."""
     from autograder.specs import load_spec
@@ -393,10 +397,6 @@ def run_job(job: Job, defs: Defs, workdir: Path, tag: str, scramble: bool = Fals
                 if value is not None:
                     setattr(module, name, value)
     return {**asdict(job), "parts": results, "passed": [r["part"] for r in results if r["passed"]]}
-
-
-_CANDIDATES: dict[str, ModuleType] = {}  # source -> its functions, loaded once for the wrapper jobs
-_SOLUTIONS: dict[str, ModuleType] = {}  # slug -> the solution module the wrappers take a place in
 
 
 class _TimedOut(BaseException):
