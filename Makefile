@@ -29,7 +29,7 @@ doctor: $(STAMP)  ## check the install
 solutions: $(STAMP)  ## grade the reference solutions
 	$(PY) -m autograder grade --solutions $(ARGS)
 
-release: $(STAMP)  ## instructors: write assignments/ from solutions/
+release: $(STAMP)  ## instructors: write assignments/ and notebooks/ from solutions/
 	$(PY) -m autograder release
 
 release-check: $(STAMP)

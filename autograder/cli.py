@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {grade,release,doctor,bench,batch,gradescope,tune,new}."""
+"""Command line: python -m autograder {grade,release,hint,doctor,bench,batch,gradescope,tune,new}."""
 
 from __future__ import annotations
 
@@ -37,9 +37,14 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--skip-doctor", action="store_true", help="skip the install check")
     g.add_argument("--max-cases", type=int, metavar="N", help="a quick check: only the first N cases of each part (not a full grade)")
 
-    r = sub.add_parser("release", help="write assignments/ from solutions/ (instructors)")
+    r = sub.add_parser("release", help="write assignments/ and notebooks/ from solutions/ (instructors)")
     r.add_argument("slugs", nargs="*", metavar="SLUG")
-    r.add_argument("--check", action="store_true", help="only check that assignments/ is what the release makes")
+    r.add_argument("--check", action="store_true", help="only check that assignments/ and notebooks/ are what the release makes")
+
+    h = sub.add_parser("hint", help="show the next hint for a task (each one used is recorded in your grade)")
+    h.add_argument("task", metavar="TASK", help="a task ID from the stubs, e.g. rmsnorm.forward")
+    h.add_argument("--level", type=int, help="the level to show (default: the next one you have not seen)")
+    h.add_argument("--submission", type=Path, help="the assignment folder whose hints to read and record in (default assignments/<slug>/)")
 
     d = sub.add_parser("doctor", help="check the install and say where kernels run")
     d.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
@@ -114,9 +119,20 @@ def _submission_files(args: argparse.Namespace, console: Console) -> dict[str, P
     return found
 
 
+def hints_used(files: dict[str, Path]) -> dict[str, list[int]]:
+    """task -> hint levels recorded beside each graded kernels.py."""
+    from autograder.hints import used
+
+    found: dict[str, list[int]] = {}
+    for path in files.values():
+        found.update(used(path.parent))
+    return found
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.doctor import resolve_device, run_doctor
     from autograder.grade import grade_assignment
+    from autograder.hints import describe, used
     from autograder.report import print_result, write_json
 
     console = _console()
@@ -145,13 +161,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
         else:
             result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False), selection)
         print_result(console, result, args.verbose)
+        if note := describe(used(path.parent)):
+            console.print(note + "\n")
         results.append(result)
     total = sum(r.score(False) for r in results)
     most = sum(r.max_score(False) for r in results)
     bonus = sum(r.score(True) for r in results)
     console.print(f"[bold]Total: {total:.1f}/{most:.1f} points, bonus {bonus:.1f}.[/bold]")
     if args.json:
-        write_json(args.json, results, f"Graded on the {where}.")
+        write_json(args.json, results, f"Graded on the {where}.", hints_used(files))
         console.print(f"Wrote {args.json}.")
     return 0
 
@@ -163,13 +181,33 @@ def cmd_release(args: argparse.Namespace) -> int:
     differing = release(slugs, check=args.check)
     if args.check:
         if differing:
-            print("assignments/ is not what the release makes from solutions/; these differ:")
+            print("assignments/ and notebooks/ are not what the release makes from solutions/; these differ:")
             print("\n".join(f"  {p}" for p in differing))
             print("Run `python -m autograder release` (or `make release`) and commit the result.")
             return 1
-        print(f"assignments/ matches solutions/ for {', '.join(slugs)}.")
+        print(f"assignments/ matches solutions/ for {', '.join(slugs)}, and notebooks/ matches solutions/notebooks/.")
         return 0
-    print("\n".join(f"wrote {p}" for p in differing) or "assignments/ was already up to date.")
+    print("\n".join(f"wrote {p}" for p in differing) or "assignments/ and notebooks/ were already up to date.")
+    return 0
+
+
+def cmd_hint(args: argparse.Namespace) -> int:
+    from autograder.hints import LOG, HintError, show
+
+    slug = args.task.split(".")[0]
+    if problem := _unknown_slugs([slug]):
+        print(f"{args.task} is not a task of the course. {problem}")
+        return 2
+    folder = args.submission or REPO_ROOT / "assignments" / slug
+    try:
+        text, level, total = show(folder, args.task, args.level)
+    except HintError as exc:
+        print(exc)
+        return 2
+    print(f"Hint {level} of {total} for {args.task}:\n")
+    print(text)
+    more = f" Run it again for hint {level + 1}." if level < total else " That is the last one."
+    print(f"\n(Recorded in {folder / LOG}: your grade lists the hints you used.{more})")
     return 0
 
 
@@ -276,7 +314,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench,
-                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new}
+                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new, "hint": cmd_hint}
     return commands[args.command](args)
 
 

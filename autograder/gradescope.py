@@ -118,7 +118,10 @@ def run_autograder(root: Path, slugs: list[str]) -> int:
                         f"(or its kernels.py alone) and submit again.",
             ))  # fmt: skip
         results.append(missing)
-    write_json(results_path, results, CPU_NOTE)
+    from autograder.hints import used
+
+    hints = {task: levels for path in files.values() for task, levels in used(path.parent).items()}
+    write_json(results_path, results, CPU_NOTE, hints)
     print(f"wrote {results_path}")
     return 0
 

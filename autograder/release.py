@@ -13,57 +13,22 @@ and is released, at the same indentation, as
         #   A hint line, kept in the stub as a comment.
         raise NotImplementedError("TODO(rmsnorm.forward): not implemented yet; see README.md")
 
-Every other file in solutions/<slug>/ (the handout README.md) is copied as it is.
+Every other file in solutions/<slug>/ (the handout README.md) is copied as it is, except the hint ladders
+(hints.toml), which are released base64-encoded as hints.b64 (autograder/hints.py). The student notebooks
+(notebooks/) are released from solutions/notebooks/ the same way (autograder/notebook_release.py).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from autograder import hints
+from autograder.notebook_release import release_notebooks
+from autograder.stubs import BEGIN, END, HINT, ReleaseError, make_stub  # noqa: F401  (re-exported)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?:\s+(?P<task>[\w.]+))?\s*$")
-END = re.compile(r"^\s*### END SOLUTION\s*$")
-HINT = re.compile(r"^\s*#>\s?(?P<text>.*)$")
-SKIP = {"__pycache__", ".ipynb_checkpoints"}
-
-
-class ReleaseError(Exception):
-    pass
-
-
-def make_stub(source: str, filename: str = "kernels.py") -> str:
-    """The student version of a solution file."""
-    out: list[str] = []
-    lines = source.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        begin = BEGIN.match(lines[i])
-        if END.match(lines[i]):
-            raise ReleaseError(f"{filename}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
-        if not begin:
-            out.append(lines[i])
-            i += 1
-            continue
-        indent, task = begin.group("indent"), begin.group("task")
-        if not task:
-            raise ReleaseError(f"{filename}:{i + 1}: name the task, as in `### BEGIN SOLUTION rmsnorm.forward`")
-        hints: list[str] = []
-        j = i + 1
-        while j < len(lines) and not END.match(lines[j]):
-            if BEGIN.match(lines[j]):
-                raise ReleaseError(f"{filename}:{j + 1}: BEGIN SOLUTION inside another region")
-            hint = HINT.match(lines[j])
-            if hint:
-                hints.append(hint.group("text"))
-            j += 1
-        if j == len(lines):
-            raise ReleaseError(f"{filename}:{i + 1}: BEGIN SOLUTION {task} is never closed")
-        out.append(f"{indent}# TODO({task})\n")
-        out.extend(f"{indent}#   {h}\n" if h else f"{indent}#\n" for h in hints)
-        out.append(f'{indent}raise NotImplementedError("TODO({task}): not implemented yet; see README.md")\n')
-        i = j + 1
-    return "".join(out)
+# hints_used.json is the student's record of the hints they asked for (autograder/hints.py), never released.
+SKIP = {"__pycache__", ".ipynb_checkpoints", "hints_used.json"}
 
 
 def released_files(slug: str, root: Path = REPO_ROOT) -> dict[str, str]:
@@ -77,12 +42,16 @@ def released_files(slug: str, root: Path = REPO_ROOT) -> dict[str, str]:
             continue
         rel = str(path.relative_to(src))
         text = path.read_text()
-        files[rel] = make_stub(text, f"solutions/{slug}/{rel}") if path.suffix == ".py" else text
+        if rel == hints.SOURCE:  # the hint ladders, encoded so that they are not read by accident
+            files[hints.RELEASED] = hints.encode(text, f"solutions/{slug}/{rel}")
+        else:
+            files[rel] = make_stub(text, f"solutions/{slug}/{rel}") if path.suffix == ".py" else text
     return files
 
 
-def release(slugs: list[str], root: Path = REPO_ROOT, check: bool = False) -> list[str]:
-    """Write assignments/ (or, with check, only compare). Returns the paths that differ or were written."""
+def release(slugs: list[str], root: Path = REPO_ROOT, check: bool = False, notebooks: bool = True) -> list[str]:
+    """Write assignments/ and notebooks/ (or, with check, only compare). Returns the paths that differ or were written."""
+
     differing = []
     for slug in slugs:
         dst = root / "assignments" / slug
@@ -103,4 +72,6 @@ def release(slugs: list[str], root: Path = REPO_ROOT, check: bool = False) -> li
             differing.append(f"assignments/{slug}/{rel}")
             if not check:
                 (dst / rel).unlink()
+    if notebooks:
+        differing += release_notebooks(root, check)
     return differing

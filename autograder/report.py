@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autograder.grade import AssignmentResult
+from autograder.hints import describe
 
 STYLE = {
     "passed": ("PASS", "green"),
@@ -54,8 +55,10 @@ def print_result(console: Console, result: AssignmentResult, verbose: bool = Fal
     console.print()
 
 
-def gradescope_json(results: list[AssignmentResult], header: str = "") -> dict[str, Any]:
-    """Gradescope's results.json: one test per case, and speed-ups on the leaderboard."""
+def gradescope_json(results: list[AssignmentResult], header: str = "",
+                    hints: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    """Gradescope's results.json: one test per case, speed-ups on the leaderboard, and the hint levels the
+    student asked for (task -> levels) in the output and in extra_data."""
     tests = []
     leaderboard = []
     for r in results:
@@ -76,7 +79,8 @@ def gradescope_json(results: list[AssignmentResult], header: str = "") -> dict[s
     notes = [r.note for r in results if r.note]
     return {
         "score": round(sum(r.score(False) + r.score(True) for r in results), 4),
-        "output": "\n".join([header, *sorted(set(notes))]).strip(),
+        "output": "\n".join([header, *sorted(set(notes)), describe(hints or {})]).strip(),
+        "extra_data": {"hints_used": hints or {}},
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
@@ -84,6 +88,7 @@ def gradescope_json(results: list[AssignmentResult], header: str = "") -> dict[s
     }
 
 
-def write_json(path: Path, results: list[AssignmentResult], header: str = "") -> None:
+def write_json(path: Path, results: list[AssignmentResult], header: str = "",
+               hints: dict[str, list[int]] | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(gradescope_json(results, header), indent=2) + "\n")
+    path.write_text(json.dumps(gradescope_json(results, header, hints), indent=2) + "\n")

@@ -346,6 +346,18 @@ what bounds it; the kernel, step by step; the measured numbers, with the file th
 ''')
 
 
+HINTS = Template('''# Hint ladders for `python -m autograder hint <task> [--level N]`: level 1 is the gentlest, each level says
+# more. The release writes them to assignments/$slug/hints.b64; every level a student asks for is recorded.
+
+["$slug.forward"]
+levels = [
+\'\'\'One program per BLOCK elements: offsets = program_id(0).to(tl.int64) * BLOCK + arange(BLOCK), masked at n.\'\'\',
+\'\'\'Load x, scale and shift with the same mask (scale and shift at offsets % n_cols), compute x * scale + shift in
+float32, and store it rounded once to the output's dtype.\'\'\',
+]
+''')
+
+
 def notebook(nn: str, slug: str) -> str:
     """A notebook that runs top to bottom on a CPU: the operation in PyTorch, then the student's kernel."""
     cells = [
@@ -396,7 +408,7 @@ def table(slug: str) -> str:
 
 
 def next_number(root: Path) -> str:
-    numbers = [int(p.name[:2]) for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")]
+    numbers = [int(p.name[:2]) for p in (root / "solutions" / "notebooks").glob("[0-9][0-9]_*.ipynb")]
     return f"{max(numbers, default=0) + 1:02d}"
 
 
@@ -418,7 +430,8 @@ def scaffold(slug: str, root: Path = REPO_ROOT) -> list[Path]:
         root / "autograder" / "specs" / f"{slug}.py": SPEC.substitute(slug=slug, nn=nn),
         root / "tests" / "submissions" / slug / "wrong_no_shift.py": WRONG.substitute(),
         root / "tests" / f"test_grading_{slug}.py": GRADING_TEST.substitute(slug=slug),
-        root / "notebooks" / f"{nn}_{slug}.ipynb": notebook(nn, slug),
+        root / "solutions" / slug / "hints.toml": HINTS.substitute(slug=slug),
+        root / "solutions" / "notebooks" / f"{nn}_{slug}.ipynb": notebook(nn, slug),  # released to notebooks/
         root / "lectures" / f"{nn}_{slug}.md": LECTURE.substitute(slug=slug, nn=nn),
     }
     taken = [p for p in files if p.exists()] + ([root / "assignments" / slug] if (root / "assignments" / slug).exists() else [])

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from course.comparison import Tolerance  # noqa: F401  (specs import it from here)
+
 Tensors = dict[str, torch.Tensor]
 Params = dict[str, Any]
 
@@ -23,22 +25,6 @@ DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
 }
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """An element passes when |out - ref| <= atol * scale + rtol * |ref|, with scale = mean(|ref|).
-
-    Scaling atol by the output's typical magnitude keeps one table valid for outputs of any size.
-    With per_row, an element's scale is the larger of mean(|ref|) over its row (the last dimension) and
-    over the whole tensor: for outputs whose rows have magnitudes of their own, such as attention's (a
-    causal row averages as many values as its query sees keys, from one to thousands), rows far larger
-    than the average are judged against their own size; no row is judged more strictly than before.
-    """
-
-    rtol: float
-    atol: float
-    per_row: bool = False
 
 
 @dataclass(frozen=True)

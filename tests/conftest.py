@@ -10,6 +10,10 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
+# An exercise check that does not pass raises. pytest collects tests/ (importing this file) before it runs
+# anything, so the notebook kernels nbval starts for solutions/notebooks/ inherit it too, in `make test`;
+# the student notebooks' test turns it off.
+os.environ.setdefault("COURSE_STRICT_EXERCISES", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = REPO_ROOT / "tests" / "submissions"

@@ -46,10 +46,10 @@ def test_every_script_is_named_in_the_readme_and_says_what_it_is_for() -> None:
 
 def missing_pieces(slug: str, root: Path = REPO_ROOT) -> list[str]:
     """What an assignment lacks of the files docs/adding-an-assignment.md lists."""
-    wanted = [f"solutions/{slug}/{n}" for n in ("kernels.py", "configs.json", "README.md")]
+    wanted = [f"solutions/{slug}/{n}" for n in ("kernels.py", "configs.json", "README.md", "hints.toml")]
     wanted += [f"autograder/specs/{slug}.py", f"tests/test_grading_{slug}.py"]
     missing = [w for w in wanted if not (root / w).exists()]
-    for folder, suffix in (("notebooks", "ipynb"), ("lectures", "md")):
+    for folder, suffix in (("solutions/notebooks", "ipynb"), ("notebooks", "ipynb"), ("lectures", "md")):
         if not list((root / folder).glob(f"[0-9][0-9]_{slug}.{suffix}")):
             missing.append(f"{folder}/NN_{slug}.{suffix}")
     if not list((root / "tests" / "submissions" / slug).glob("wrong_*.py")):

@@ -43,12 +43,9 @@ def _transpose_kernel(
 ):
     """Program p copies one (BLOCK_M, BLOCK_N) tile of x into the (BLOCK_N, BLOCK_M) tile of out it becomes."""
     # TODO(coalescing.transpose)
-    #   Number the tiles of x row by row: program p takes tile (p // tiles_per_row, p % tiles_per_row),
-    #   with tiles_per_row = cdiv(n_cols, BLOCK_N). Load the (BLOCK_M, BLOCK_N) tile with a mask for the
-    #   rows past n_rows and the columns past n_cols, turn it around with tl.trans, and store it at
-    #   out[col, row] with the transposed mask. Both the load and the store then walk along a row of
-    #   their own matrix (contiguous addresses); the compiler stages the tile in shared memory between them.
-    #   Offsets: multiply row indices by their stride in int64, since row * stride can pass 2**31.
+    #   Program p copies one (BLOCK_M, BLOCK_N) tile of x, numbered row by row over the tiles of x, to
+    #   out[col, row]; mask both edges. Load and store should both run along rows of their own matrix.
+    #   More, one step at a time: python -m autograder hint coalescing.transpose
     raise NotImplementedError("TODO(coalescing.transpose): not implemented yet; see README.md")
 
 

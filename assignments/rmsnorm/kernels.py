@@ -41,10 +41,9 @@ def _rmsnorm_fwd_kernel(
 ):
     """Each program normalises BLOCK_M rows; all arithmetic is float32, rounded once on the store."""
     # TODO(rmsnorm.forward)
-    #   One program owns BLOCK_M rows. Accumulate sum(x*x) per row in float32 (masking the columns
-    #   past n_cols and the rows past n_rows), turn it into rstd = 1/sqrt(sum/n_cols + eps), then
-    #   write y = x * rstd * w in y's dtype. When SINGLE_TILE is false the row is longer than one
-    #   tile: walk it twice, once for the sum and once to write y. Save rstd when STORE_RSTD.
+    #   One program owns BLOCK_M rows: rstd = 1/sqrt(mean(x*x) + eps) per row in float32, y = x * rstd * w
+    #   in y's dtype, masks on rows and columns; store rstd when STORE_RSTD.
+    #   More, one step at a time: python -m autograder hint rmsnorm.forward
     raise NotImplementedError("TODO(rmsnorm.forward): not implemented yet; see README.md")
 
 
@@ -66,11 +65,9 @@ def _rmsnorm_bwd_dx_kernel(
 ):
     """Program p handles rows p, p + P, p + 2P, ... and sums their dweight terms into partial row p."""
     # TODO(rmsnorm.backward)
-    #   With xhat = x * rstd and g = dy * w (all float32):
-    #       dx = rstd * (g - xhat * mean(g * xhat))      dweight = sum over rows of dy * xhat
-    #   Loop over this program's rows (start at program_id, step num_programs), write dx in dx's
-    #   dtype, and accumulate dy * xhat in float32. Store the sum into row program_id of
-    #   dw_partial; _rmsnorm_bwd_dw_kernel then adds the P partial rows up.
+    #   A persistent grid: this program's rows are program_id, program_id + num_programs, ... Write dx for
+    #   each, and this program's share of dweight (a float32 sum over its rows) into row program_id of dw_partial.
+    #   More, one step at a time: python -m autograder hint rmsnorm.backward
     raise NotImplementedError("TODO(rmsnorm.backward): not implemented yet; see README.md")
 
 
@@ -85,8 +82,8 @@ def _rmsnorm_bwd_dw_kernel(
 ):
     """Each program sums one BLOCK_N-wide strip of columns over the P partial rows."""
     # TODO(rmsnorm.backward)
-    #   Sum the (P, N) partials over P for columns [program_id * BLOCK_N, ... + BLOCK_N), in
-    #   float32, walking P in chunks of BLOCK_P rows, and store the result in dw's dtype.
+    #   Sum the (P, N) partials over P for columns [program_id * BLOCK_N, ... + BLOCK_N), in float32,
+    #   walking P in chunks of BLOCK_P rows, and store the result in dw's dtype.
     raise NotImplementedError("TODO(rmsnorm.backward): not implemented yet; see README.md")
 
 

@@ -63,16 +63,10 @@ def _attn_fwd_inner(
 ):
     """Online softmax over the keys [lo, hi), BLOCK_N at a time. Returns the updated (acc, l_i, m_i)."""
     ### BEGIN SOLUTION flash_attention.forward
-    #> For each block of BLOCK_N keys starting at start_n (range(lo, hi, BLOCK_N)):
-    #>   1. load K and V for those keys, (BLOCK_N, HEAD_DIM) each, from k_head_ptr / v_head_ptr
-    #>      (row n at offset n * HEAD_DIM); mask the rows past seqlen_k when MASK_KEYS (other=0).
-    #>   2. s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION): raw scores (BLOCK_M, BLOCK_N), float32.
-    #>   3. scale into log2 units (s * qk_scale); where MASK_KEYS / MASK_CAUSAL, set the masked scores to -inf
-    #>      (key n is masked when n >= seqlen_k, or, causal, when n > the query's index offs_m).
-    #>   4. m_new = max(m_i, row max of s); p = exp2(s - m_new); alpha = exp2(m_i - m_new)
-    #>      l_i = l_i * alpha + row sum of p;  acc = acc * alpha + p @ v  (tl.dot(p.to(v.dtype), v, acc, ...))
-    #>      m_i = m_new
-    #> You may ignore k_desc / v_desc / USE_TMA: they are the fast path on Hopper GPUs (see the README).
+    #> The online softmax over the key blocks of [lo, hi), scores in log2 units (qk_scale includes log2 e):
+    #> update (acc, l_i, m_i) block by block. MASK_KEYS masks keys >= seqlen_k, MASK_CAUSAL keys after the
+    #> query (offs_m). You may ignore k_desc / v_desc / USE_TMA: the Hopper fast path (see the README).
+    #> More, one step at a time: python -m autograder hint flash_attention.forward
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
@@ -136,18 +130,10 @@ def _attn_fwd_kernel(
 ):
     """Program (i, b * Hq + h) computes the output rows i*BLOCK_M ... i*BLOCK_M + BLOCK_M - 1 of head h."""
     ### BEGIN SOLUTION flash_attention.forward
-    #> 1. Which tile: pid_m = program_id(0) (a block of BLOCK_M queries), pid_bh = program_id(1) = b * Hq + h.
-    #>    The KV head is h // group, so its (b, kv head) index is b * (Hq // group) + h // group.
-    #>    Offsets of a head's first element: head_index * seq_len * HEAD_DIM (use int64: they pass 2**31).
-    #> 2. Load the (BLOCK_M, HEAD_DIM) query tile once (mask rows >= seqlen_q), start m_i = -inf,
-    #>    l_i = 0, acc = 0 (float32).
-    #> 3. Non-causal: call _attn_fwd_inner over the full key blocks [0, seqlen_k rounded down to BLOCK_N)
-    #>    with no masks, then over the rest [that, seqlen_k) with MASK_KEYS.
-    #>    Causal (seqlen_q == seqlen_k): keys [0, pid_m * BLOCK_M) lie below the diagonal for every row,
-    #>    no mask; then [pid_m * BLOCK_M, min(pid_m * BLOCK_M + BLOCK_M, seqlen_k)) with both masks.
-    #>    Keys after that are masked for every row of the tile: skip them.
-    #> 4. Store acc / l_i in o's dtype (mask rows >= seqlen_q). When STORE_LSE, store the logsumexp
-    #>    (m_i + log2(l_i)) * ln(2) into lse_ptr at pid_bh * seqlen_q + row.
+    #> Program (pid_m, b * Hq + h): BLOCK_M queries of head h against the keys of KV head h // group, with
+    #> _attn_fwd_inner; store acc / l_i in o's dtype and, when STORE_LSE, the logsumexp (m_i + log2(l_i)) * ln(2)
+    #> at lse_ptr + pid_bh * seqlen_q + row. Causal blocks after the diagonal are skipped, not masked.
+    #> More, one step at a time: python -m autograder hint flash_attention.forward
     pid_m = tl.program_id(0)
     if CAUSAL:
         # Later query blocks see more keys: launch them first, so the last wave holds the short ones.
@@ -216,13 +202,10 @@ def _attn_decode_split_kernel(
 ):
     """Program (s, b * Hkv + j): the `group` query heads of KV head j against split s of the keys."""
     ### BEGIN SOLUTION flash_attention.decode
-    #> The query heads h = j * group + g (g < group) of one KV head j all read the same K and V: load
-    #> their `group` query rows together as a (BLOCK_G, HEAD_DIM) tile (rows >= group masked to 0), so
-    #> each K/V tile is read from memory once for the whole group. Their rows in q (and in the outputs)
-    #> are (b * Hkv + j) * group + g.
-    #> Run the online softmax of the forward over keys [s * keys_per_split, min(... + keys_per_split,
-    #> seqlen_k)), masking keys past that end. Then store, per query row, acc / l_i into o_part at
-    #> (row, s) and m_i + log2(l_i) into lse_part at (row, s). The combine kernel merges the splits.
+    #> The `group` query heads of KV head j (rows (b * Hkv + j) * group + g of q and of the outputs) read
+    #> its K and V once, together, for the keys of split s; store acc / l_i into o_part and m_i + log2(l_i) into
+    #> lse_part at (row, s).
+    #> More: python -m autograder hint flash_attention.decode
     split = tl.program_id(0)
     pid_bkv = tl.program_id(1)
     n_splits = tl.num_programs(0)
@@ -272,9 +255,9 @@ def _attn_decode_combine_kernel(
 ):
     """Program r merges the n_splits partial results of query row r."""
     ### BEGIN SOLUTION flash_attention.decode
-    #> Split s holds o_s (normalised over its keys) and L_s = log2 of its sum of exp2(scores).
-    #> With M = max_s L_s and w_s = exp2(L_s - M): o = sum_s w_s * o_s / sum_s w_s, and the row's
-    #> logsumexp is (M + log2(sum_s w_s)) * ln(2). Mask the splits >= n_splits (L = -inf, o = 0).
+    #> Split s holds o_s (normalised over its keys) and L_s = log2 of its sum of exp2(scores); merge the
+    #> n_splits of row r into o and the row's logsumexp (natural log), masking splits >= n_splits.
+    #> More: python -m autograder hint flash_attention.decode
     row = tl.program_id(0).to(tl.int64)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -335,12 +318,9 @@ def _attn_bwd_dkdv_inner(
 ):
     """Accumulate dV += P^T dO and dK += dS^T Q over the queries [lo, hi), BLOCK_M at a time."""
     ### BEGIN SOLUTION flash_attention.backward
-    #> Work with transposed tiles so the keys stay on the rows: for each block of queries,
-    #>   sT = k @ q^T (BLOCK_N, BLOCK_M);  pT = exp2(sT * qk_scale - lse * log2(e))  (P recomputed, not stored)
-    #>   (causal: pT = 0 where the query index < the key index; queries past seqlen_q must give pT = 0:
-    #>    loading their lse as +inf does it)
-    #>   dv += pT @ dO;  dpT = v @ dO^T;  dsT = pT * (dpT - delta);  dk += dsT @ q
-    #> Cast pT and dsT to the input dtype before their dots, as the forward does with P.
+    #> Keys stay on the rows: recompute each tile of P transposed from the logsumexp and accumulate dV and dK
+    #> over the query blocks of [lo, hi).
+    #> More, one step at a time: python -m autograder hint flash_attention.backward
     offs_d = tl.arange(0, HEAD_DIM)
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
@@ -391,12 +371,9 @@ def _attn_bwd_dkdv_kernel(
 ):
     """Program (j, b * Hkv + kv): dK and dV of keys j*BLOCK_N ... summed over the group's query heads."""
     ### BEGIN SOLUTION flash_attention.backward
-    #> Load this program's K and V tile (mask keys >= seqlen_k), then for every query head of the group
-    #> (rows (b * Hkv + kv) * group + g of the (B * Hq) heads) accumulate with _attn_bwd_dkdv_inner:
-    #>   causal: [start_n, min(start_n + BLOCK_N, seqlen_q)) with the causal mask (queries before start_n
-    #>   see none of these keys), then [start_n + BLOCK_N, ...) without;
-    #>   both: the full query blocks unmasked, the last partial one with MASK_Q.
-    #> Store dk * sm_scale and dv in the input dtype (mask keys >= seqlen_k).
+    #> Program (j, b * Hkv + kv): dK and dV of keys j*BLOCK_N ..., summed over the group's query heads with
+    #> _attn_bwd_dkdv_inner; store dk * sm_scale and dv in the input dtype (mask keys >= seqlen_k).
+    #> More: python -m autograder hint flash_attention.backward
     pid_n = tl.program_id(0)
     pid_bkv = tl.program_id(1)
     start_n = pid_n * BLOCK_N
@@ -459,8 +436,8 @@ def _attn_bwd_dq_inner(
 ):
     """Accumulate dQ += dS K over the keys [lo, hi), BLOCK_N at a time."""
     ### BEGIN SOLUTION flash_attention.backward
-    #> For each block of keys: s = q @ k^T; p = exp2(s * qk_scale - lse2) (0 where masked);
-    #> dp = dO @ v^T; ds = p * (dp - delta); dq += ds @ k (ds cast to the input dtype).
+    #> Recompute each tile of P from the logsumexp and accumulate dQ += dS K over the key blocks of [lo, hi).
+    #> More: python -m autograder hint flash_attention.backward
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
@@ -508,9 +485,9 @@ def _attn_bwd_dq_kernel(
 ):
     """Program (i, b * Hq + h): dQ of queries i*BLOCK_M ... of head h."""
     ### BEGIN SOLUTION flash_attention.backward
-    #> Load q, dO (mask rows >= seqlen_q), lse (as log2 units: lse * log2(e); +inf past the end) and
-    #> delta; walk the keys as the forward does (causal: [0, start_m) unmasked, then the diagonal
-    #> block masked; else full blocks, then the tail masked); store dq * sm_scale.
+    #> Program (i, b * Hq + h): dQ of queries i*BLOCK_M ... of head h, walking the keys as the forward does;
+    #> store dq * sm_scale.
+    #> More: python -m autograder hint flash_attention.backward
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     n_heads_kv = n_heads_q // group

@@ -114,12 +114,9 @@ def _decode_int8_words(words):
     """(R, C) int32 words, 4 int8 weights each (byte b is k = 4j + b) -> (R, 4C) float32 in k order,
     each weight times 2**(8 * (b % 2)): multiply the activations by _int8_unscale to undo it."""
     ### BEGIN SOLUTION quant_matmul.w8a16
-    #> Byte b of word j is the weight at k = 4j + b. Decode each byte plane to float32 and interleave the
-    #> four (R, C) planes with _quads_to_k. The simple way, exact and 2**0 for every byte:
-    #> ((words >> (8 * b)) & 0xFF), minus 256 where it is above 127, as float32 (and _int8_unscale then
-    #> returns ones). The fast way is _field: flip each byte's sign bit (XOR 0x80) so that it reads as
-    #> b + 128 in 0..255, OR in MAGIC once per word, and read bytes 0 and 1 in place (bits 0 and 8);
-    #> shift the word right by 16 once for bytes 2 and 3.
+    #> Byte b of word j is the weight at k = 4j + b. Return the (R, 4C) float32 values in k order (interleave
+    #> the four byte planes with _quads_to_k), up to the factors _int8_unscale returns.
+    #> More: python -m autograder hint quant_matmul.w8a16
     lo = (words ^ 0x8080) | MAGIC  # bytes 0 and 1 as b + 128; the magic exponent over bits 24..31
     hi = ((words >> 16) ^ 0x8080) | MAGIC  # bytes 2 and 3, moved to bits 0..15
     b0 = _field(lo, 0x00FF, 128.0, 0)
@@ -213,13 +210,11 @@ def _w8a16_gemv_kernel(
     over its K slice. One token's product is a GEMV: every weight is used once, so this is a race to
     stream w through the SMs; the arithmetic runs on CUDA cores, in float32."""
     ### BEGIN SOLUTION quant_matmul.w8a16
-    #> Walk the K slice in steps of BLOCK_K: load a tile of w with _load_w8_tile, decode it with
-    #> _decode_w8_tile to (BLOCK_N, BLOCK_K) float32, load the matching activations of row m, and add
-    #> tl.sum(w * x[None, :], axis=1) into a (BLOCK_N,) float32 accumulator. Load the next step's tile
-    #> before decoding this one, so that its bytes are in flight while this step computes. Multiply by
-    #> the channels' scales after the loop, and finish with _finish_tile (it handles SPLIT): y[m, n]
-    #> lives at y_ptr + m * stride_ym + n, its partials at part_ptr + m * N + n, its counter at
+    #> Walk this program's K slice in steps of BLOCK_K, accumulating sum over k of w[n, k] * x[m, k] in a
+    #> (BLOCK_N,) float32 vector; scale by the channels' scales and finish with _finish_tile: y[m, n] at
+    #> y_ptr + m * stride_ym + n, its partials at part_ptr + m * N + n, its counter at
     #> lock_ptr + m * num_programs(0) + program_id(0).
+    #> More: python -m autograder hint quant_matmul.w8a16
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     m = tl.program_id(2).to(tl.int64)
@@ -281,13 +276,11 @@ def _w8a16_dot_kernel(
     y[j*BLOCK_M.., i*BLOCK_N..] as its transpose, w_tile @ x_tile.T (BLOCK_N, BLOCK_M): with few rows of
     x, putting the many weight rows on the MMA's M side keeps the tensor-core tile full."""
     ### BEGIN SOLUTION quant_matmul.w8a16
-    #> Per K step: load and decode a (BLOCK_N, BLOCK_K) tile of w, load x as a (BLOCK_K, BLOCK_M) tile
-    #> (x[m, k] at x_ptr + m * stride_xm + k, so k runs down the rows) in float32, times the decoder's
-    #> unscale factors (_w8_unscale, reshaped to a column), and accumulate
-    #> acc = tl.dot(w, x, acc, input_precision=PRECISION) in float32 (BLOCK_N, BLOCK_M).
-    #> After the loop multiply row n of acc by scales[n] and finish with _finish_tile: the tile's
-    #> element (n, m) goes to y_ptr + m * stride_ym + n, its partial to part_ptr + m * N + n, and its
-    #> counter is lock_ptr + program_id(2) * num_programs(0) + program_id(0).
+    #> Per K step a tl.dot of a decoded (BLOCK_N, BLOCK_K) tile of w and a (BLOCK_K, BLOCK_M) tile of x, into
+    #> a float32 (BLOCK_N, BLOCK_M) accumulator; scales after the loop; _finish_tile: element (n, m) at
+    #> y_ptr + m * stride_ym + n, its partial at part_ptr + m * N + n, its counter at
+    #> lock_ptr + program_id(2) * num_programs(0) + program_id(0).
+    #> More: python -m autograder hint quant_matmul.w8a16
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     pid_m = tl.program_id(2)
@@ -337,10 +330,9 @@ def _decode_nibbles(words):
     each nibble is decoded where it sits in its word, so nibble i comes times 16**e with e = i for
     i <= 4 and i - 3 above. Multiply the activations by _nibble_unscale to undo it."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> Nibble i of word j is the code q of k = 8j + i. Decode each of the 8 nibble planes to float32 and
-    #> interleave them with _planes_to_k. The simple way: ((words >> (4 * i)) & 0xF).to(tl.float32) - 8.0
-    #> (and _nibble_unscale then returns ones). The fast way is _field: OR MAGIC into the word once and
-    #> read nibbles 0..4 in place (bits 0..19); shift the word right by 12 once for nibbles 5..7.
+    #> Nibble i of word j is the code q of k = 8j + i, and stands for q - 8. Return the (R, 8C) float32
+    #> values in k order (interleave the 8 planes with _planes_to_k), up to the factors _nibble_unscale returns.
+    #> More: python -m autograder hint quant_matmul.w4a16
     lo = words | MAGIC  # nibbles 0..4 in bits 0..19, under the magic exponent
     hi = (words >> 12) | MAGIC  # nibbles 5..7 moved to bits 8..19
     return _planes_to_k(
@@ -355,8 +347,8 @@ def _decode_nibbles(words):
 def _nibble_unscale(C: tl.constexpr):
     """(1, 8C) float32: what each activation is multiplied by to undo _decode_nibbles' factors 16**e."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> One value per k = 8j + i, in the layout _decode_nibbles returns: 16**-e for nibble i, as eight
-    #> (1, C) planes from tl.full, interleaved with _planes_to_k.
+    #> One value per k = 8j + i, in the layout _decode_nibbles returns (all ones if _decode_nibbles returns
+    #> q - 8 exactly), as eight (1, C) planes from tl.full, interleaved with _planes_to_k.
     e0 = tl.full((1, C), 1.0, tl.float32)
     e1 = tl.full((1, C), 1.0 / 16, tl.float32)
     e2 = tl.full((1, C), 1.0 / 256, tl.float32)
@@ -403,12 +395,10 @@ def _w4a16_gemv_kernel(
     """Grid (cdiv(N, BLOCK_N), n_splits, M): program (i, p, m) computes y[m, i*BLOCK_N : (i+1)*BLOCK_N]
     over its K slice, unpacking the 4-bit codes in registers; w is read once, half a byte per weight."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> Walk the K slice in steps of BLOCK_K = 8 * BLOCK_W: load a (BLOCK_N, BLOCK_W) tile of words (and
-    #> the next step's tile before decoding this one, to keep bytes in flight), decode it with
-    #> _decode_nibbles, load the BLOCK_K activations of row m, and reduce w * x over the step. When
-    #> GROUP_SIZE % BLOCK_K == 0 the step lies in one group: scale the step's (BLOCK_N,) sums by the rows'
-    #> scales for group k0 // GROUP_SIZE. Otherwise scale each weight by scales[n, k // GROUP_SIZE] before
-    #> the sum. Finish with _finish_tile, addressed as in the W8A16 GEMV.
+    #> Walk this program's K slice in steps of BLOCK_K = 8 * BLOCK_W words' worth, decode with
+    #> _decode_nibbles, scale by scales[n, k // GROUP_SIZE], accumulate in float32 (BLOCK_N,), and finish with
+    #> _finish_tile, addressed as in the W8A16 GEMV.
+    #> More: python -m autograder hint quant_matmul.w4a16
     BLOCK_K: tl.constexpr = 8 * BLOCK_W
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -475,13 +465,10 @@ def _w4a16_dot_kernel(
     channels i*BLOCK_N..), computed as its transpose: decoded weights (BLOCK_N, BLOCK_K) @ x tile
     (BLOCK_K, BLOCK_M), with the dequantization in the inner loop."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> Per step, load a (BLOCK_N, BLOCK_W) tile of words, decode it with _decode_nibbles, load x as a
-    #> (BLOCK_K, BLOCK_M) float32 tile times _nibble_unscale (as a column) and tl.dot them
-    #> (input_precision=PRECISION).
-    #> When the step lies in one group (GROUP_SIZE % BLOCK_K == 0), the codes q - 8 are exact in any
-    #> dtype: dot them unscaled and add the step's product times the rows' scales to acc. Otherwise
-    #> scale each weight before its dot and accumulate into acc directly. Finish with _finish_tile,
-    #> addressed as in the W8A16 dot kernel.
+    #> Per step, a tl.dot of decoded weights (BLOCK_N, BLOCK_K) and x as a (BLOCK_K, BLOCK_M) float32 tile,
+    #> each weight scaled by its group's scale (before or after the dot); finish with _finish_tile, addressed as
+    #> in the W8A16 dot kernel.
+    #> More: python -m autograder hint quant_matmul.w4a16
     BLOCK_K: tl.constexpr = 8 * BLOCK_W
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)

@@ -41,11 +41,9 @@ def _rope_fwd_kernel(
 ):
     """Program p rotates rows [p*BLOCK_R, (p+1)*BLOCK_R): it loads each row's halves and its table row at once."""
     ### BEGIN SOLUTION rope.forward
-    #> Rows r = p*BLOCK_R + arange(BLOCK_R), pair indices i = arange(BLOCK_D); mask rows past n_rows
-    #> and i past half. Row r is position r % seq_len (x is (B, H, S, D): the position is the fastest
-    #> index after D). Load cos and sin at [pos, i], x1 = x[r, i] and x2 = x[r, i + half] as float32,
-    #> store x1*cos - x2*sin at [r, i] and x2*cos + x1*sin at [r, i + half] in y's dtype.
-    #> Element offsets: r * 2*half + i, computed in int64 (B*H*S*D can pass 2**31).
+    #> BLOCK_R rows of the flattened (B*H*S, D) x per program; pair i of a row is (x[i], x[i + half]),
+    #> rotated by the angle of the row's position. Masks on rows and on i < half; float32 inside.
+    #> More, one step at a time: python -m autograder hint rope.forward
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)  # (BLOCK_R,)
     cols = tl.arange(0, BLOCK_D)  # (BLOCK_D,) pair index i: x[i] rotates with x[i + half]
     mask = (rows[:, None] < n_rows) & (cols[None, :] < half)  # past the last row; past D/2 when it is no power of two
@@ -75,10 +73,9 @@ def _rope_bwd_kernel(
 ):
     """The forward's tiles; each pair is rotated by -theta instead of +theta."""
     ### BEGIN SOLUTION rope.backward
-    #> The forward multiplies each pair (x1, x2) by the rotation R = [[cos, -sin], [sin, cos]]. Its
-    #> gradient is R transposed, the rotation by minus the angle:
-    #>     dx1 = dy1 * cos + dy2 * sin        dx2 = dy2 * cos - dy1 * sin
-    #> Same rows, masks and offsets as _rope_fwd_kernel, with dy in place of x and dx in place of y.
+    #> The gradient of a rotation is the rotation by minus the angle. Same rows, masks and offsets as
+    #> _rope_fwd_kernel, with dy in place of x and dx in place of y.
+    #> More: python -m autograder hint rope.backward
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_D)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < half)

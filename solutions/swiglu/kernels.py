@@ -34,9 +34,9 @@ def _swiglu_fwd_kernel(
 ):
     """Program p computes elements [p*BLOCK, (p+1)*BLOCK); all arithmetic in float32, rounded once on the store."""
     ### BEGIN SOLUTION swiglu.forward
-    #> Offsets p*BLOCK + arange(BLOCK) (in int64: n can pass 2**31), masked past n_elements. Load
-    #> gate and up, convert both to float32 at once, compute gate * sigmoid(gate) * up and store it
-    #> in out's dtype: one rounding, at the very end.
+    #> Elementwise over n_elements (masked, int64 offsets): out = gate * sigmoid(gate) * up, in float32,
+    #> rounded once to out's dtype.
+    #> More: python -m autograder hint swiglu.forward
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements  # the last block runs past the end unless n is a multiple of BLOCK
     g = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
@@ -58,10 +58,9 @@ def _swiglu_bwd_kernel(
 ):
     """Recomputes sigmoid(gate) from gate instead of reading a saved activation: three reads, two writes."""
     ### BEGIN SOLUTION swiglu.backward
-    #> With s = sigmoid(g), all in float32:
-    #>     dup   = dy * g * s                          (= dy * silu(g))
-    #>     dgate = dy * u * s * (1 + g * (1 - s))      (silu'(g) = s + g * s * (1 - s))
-    #> Same offsets and mask as the forward; store each gradient in its own dtype.
+    #> Elementwise, float32 inside: dgate and dup of y = silu(g) * u, recomputing sigmoid(g) from g; the
+    #> notebook's ex07.backward derives them. Same offsets and mask as the forward.
+    #> More: python -m autograder hint swiglu.backward
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements
     g = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)

@@ -42,21 +42,9 @@ def _matmul_kernel(
 ):
     """Program p computes one (BLOCK_M, BLOCK_N) tile of c, walking K in steps of BLOCK_K."""
     ### BEGIN SOLUTION tiling.matmul
-    #> 1. Which tile: with num_pid_m = cdiv(M, BLOCK_M) and num_pid_n = cdiv(N, BLOCK_N) tiles per
-    #>    column and per row of c, number the tiles in groups of GROUP_M tile rows: within a group, go
-    #>    down a column of GROUP_M tiles before moving one tile right (the last group may be shorter).
-    #>    Programs that run at the same time then share rows of a and columns of b in L2.
-    #> 2. Offsets: rows offs_m (BLOCK_M,), columns offs_n (BLOCK_N,), offs_k = arange(BLOCK_K); pointers
-    #>    to the first a tile (BLOCK_M, BLOCK_K) and the first b tile (BLOCK_K, BLOCK_N). Multiply row
-    #>    indices by their stride in int64: row * stride can pass 2**31.
-    #> 3. Accumulate in a float32 (BLOCK_M, BLOCK_N) tile over cdiv(K, BLOCK_K) steps. Mask the loads
-    #>    (other=0.0) for rows past M, columns past N and, in the last step, k past K: zeros add
-    #>    nothing to the dot products. Advance the a pointers by BLOCK_K, the b pointers by
-    #>    BLOCK_K * stride_bk.
-    #> 4. tl.dot(a, b, acc) adds a @ b into acc on the tensor cores. For float32 inputs pass
-    #>    input_precision="tf32x3": Triton's default for float32 ("tf32") rounds the inputs to 10 bits
-    #>    of mantissa, far less accurate than the float32 arithmetic the contract asks for.
-    #> 5. Round acc once to c's dtype and store it, masked to rows < M and columns < N.
+    #> Program p computes one (BLOCK_M, BLOCK_N) tile of c, with the tiles numbered in groups of GROUP_M
+    #> tile rows; accumulate over K in float32 with tl.dot, mask every edge, store c in its dtype.
+    #> More, one step at a time: python -m autograder hint tiling.matmul
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)

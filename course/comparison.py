@@ -1,0 +1,154 @@
+"""Compare an output with its float64 reference, and say in words where and how it is wrong.
+
+The grader (autograder/checking.py) and the notebooks' inline exercise checks (course/exercises.py) both
+judge with this module, so a student reads the same diagnosis in a notebook and in a grade report: the
+first bad index, how many elements, NaN left by unwritten memory, and wrong elements past a block edge.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An element passes when |out - ref| <= atol * scale + rtol * |ref|, with scale = mean(|ref|).
+
+    Scaling atol by the output's typical magnitude keeps one table valid for outputs of any size.
+    With per_row, an element's scale is the larger of mean(|ref|) over its row (the last dimension) and
+    over the whole tensor: for outputs whose rows have magnitudes of their own, such as attention's (a
+    causal row averages as many values as its query sees keys, from one to thousands), rows far larger
+    than the average are judged against their own size; no row is judged more strictly than before.
+    """
+
+    rtol: float
+    atol: float
+    per_row: bool = False
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str  # empty when ok
+    max_error: float = float("nan")  # max |out - ref| / (atol * scale + rtol * |ref|); <= 1 passes
+    # The same diagnosis as parts of one sentence, for a reader who wants it short (empty when ok).
+    brief: str = ""
+
+
+def fmt_index(flat: int, shape: tuple[int, ...]) -> str:
+    """The multi-dimensional index of element `flat` of a row-major tensor of `shape`, as '(i, j, ...)'."""
+    idx = []
+    for size in reversed(shape):
+        idx.append(flat % size)
+        flat //= size
+    return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def check_meta(name: str, out: object, shape: tuple[int, ...], dtype: torch.dtype, device: str) -> str:
+    """A sentence about the first thing wrong with the output's type, shape, dtype or device, or ''."""
+    if type(out) is not torch.Tensor:
+        return f"`{name}` should be a torch.Tensor, but the call returned {type(out).__name__}."
+    if tuple(out.shape) != shape:
+        return f"`{name}` has shape {tuple(out.shape)}, but should have shape {shape}."
+    if out.dtype != dtype:
+        return f"`{name}` has dtype {dtype_name(out.dtype)}, but should have {dtype_name(dtype)} (the input dtype)."
+    if out.device.type != device:
+        return f"`{name}` is on {out.device.type}, but should be on {device} like the inputs."
+    return ""
+
+
+def edge_hint(bad: torch.Tensor, shape: tuple[int, ...]) -> str:
+    """Say when the wrong elements all sit past a power-of-two column or row: the mark of a block edge."""
+    if len(shape) == 0 or bad.numel() == 0:
+        return ""
+    n_cols = shape[-1]
+    cols = bad % n_cols
+    first_col = int(cols.min())
+    hints = []
+    if first_col > 0:
+        block = first_col & -first_col  # the largest power of two dividing first_col
+        if block >= 16:
+            hints.append(
+                f"every wrong element lies in columns {first_col}..{n_cols - 1} of {n_cols}, past a multiple "
+                f"of {block}: the mark of a block edge (a load or store without its mask, or a loop that "
+                f"stops one block short)"
+            )
+        else:
+            hints.append(f"every wrong element lies in columns {first_col}..{n_cols - 1} of {n_cols}")
+    if len(shape) >= 2:
+        n_rows = math.prod(shape[:-1])
+        rows = bad // n_cols
+        first_row = int(rows.min())
+        if first_row > 0 and n_rows > 1:
+            last = "the last row is" if first_row == n_rows - 1 else f"rows {first_row}..{n_rows - 1} are"
+            hints.append(f"only {last} wrong (of {n_rows} rows, counting leading dims as rows)")
+    return "; ".join(hints)
+
+
+def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Verdict:
+    """Elementwise check of out against the float64 reference, with a report on failure."""
+    shape = tuple(ref.shape)
+    got = out.detach().to(device=ref.device, dtype=torch.float64).reshape(-1)
+    want = ref.reshape(-1)
+    if tol.per_row and ref.dim() >= 1 and want.numel():
+        # The larger of the row's mean and the tensor's: big rows are judged on their own scale.
+        row_mean = ref.abs().mean(-1, keepdim=True).clamp_min(want.abs().mean().item())
+        scale = row_mean.expand(shape).reshape(-1)
+        where = "max(mean|ref| of its row, of the tensor)"
+    else:
+        scale = want.abs().mean().item() if want.numel() else 0.0
+        where = "mean|ref|"
+    allowed = tol.atol * scale + tol.rtol * want.abs()
+    err = (got - want).abs()
+    # NaN or inf where the reference is finite is always wrong; matching non-finite values are fine.
+    nonfinite = ~torch.isfinite(got) & torch.isfinite(want)
+    bad = (err > allowed) | nonfinite
+    bad &= ~(torch.isinf(got) & torch.isinf(want) & (torch.sign(got) == torch.sign(want)))
+    ratio = torch.where(torch.isfinite(err), err / allowed.clamp_min(1e-300), torch.full_like(err, float("inf")))
+    max_ratio = ratio.max().item() if ratio.numel() else 0.0
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return Verdict(True, "", max_ratio)
+
+    idx = torch.nonzero(bad).reshape(-1)
+    first = int(idx[0])
+    total = want.numel()
+    first_at = fmt_index(first, shape)
+    parts = [
+        f"`{name}`: {n_bad:,} of {total:,} elements ({100.0 * n_bad / total:.2g}%) are outside the tolerance "
+        f"(|out - ref| <= {tol.atol:g} * {where} + {tol.rtol:g} * |ref|).",
+        f"The first is at index {first_at}: got {got[first].item():.6g}, expected {want[first].item():.6g}.",
+    ]
+    brief = [
+        f"{n_bad:,} of {total:,} elements of `{name}` are wrong, the first at {first_at} "
+        f"(got {got[first].item():.6g}, expected {want[first].item():.6g})"
+    ]
+    n_nan = int((torch.isnan(got) & ~torch.isnan(want)).sum())
+    if n_nan:
+        parts.append(
+            f"{n_nan:,} elements are NaN. The grader fills fresh memory with NaN before your call, so these "
+            "were probably never written (or were computed from an unmasked load)."
+        )
+        brief.append(f"{n_nan:,} of them NaN (never written, or read through an unmasked load?)")
+    if n_bad < total:
+        worst = int(torch.where(bad, ratio, torch.zeros_like(ratio)).argmax())
+        if worst != first and torch.isfinite(got[worst]):
+            parts.append(
+                f"The worst is at {fmt_index(worst, shape)}: got {got[worst].item():.6g}, "
+                f"expected {want[worst].item():.6g}."
+            )
+        hint = edge_hint(idx, shape)
+        if hint:
+            parts.append(hint[0].upper() + hint[1:] + ".")
+            brief.append(hint)
+    elif torch.count_nonzero(got) == 0:
+        parts.append("Every element is zero: is the output ever written?")
+        brief.append("every element is zero (is the output ever written?)")
+    return Verdict(False, " ".join(parts), max_ratio, "; ".join(brief))
