@@ -74,17 +74,38 @@ def test_every_assignment_has_an_adaptor() -> None:
     assert sorted(BY_SLUG) == sorted(SLUGS), "add an Adaptor line for each assignment in ADAPTORS"
 
 
+# The sentence of the replay: the call's launches, replayed on new inputs, did not give the answer.
+REPLAYED = "replayed by the grader on new inputs"
+
 # cheat -> (when it cheats, the status its case gets, a phrase of the message).
-# "case": the graded correctness call; "speed": the timed calls.
+# "case": the graded correctness call; "speed": the call recorded for timing, and the timed replays.
 CHEAT_RESULTS = {
     "fallback_in_except": ("case", "failed", "computed with PyTorch"),
     "alias_input": ("case", "failed", "shares memory with the input"),
     "partial_write": ("case", "failed", "elements are NaN"),
     "edit_inputs": ("case", "failed", "changed its input"),
     "lazy_subclass": ("case", "failed", "a subclass of torch.Tensor"),
-    "cache_by_shape": ("speed", "failed", "timed calls launched none of your Triton kernels"),
+    "cache_by_shape": ("speed", "failed", "launched none of your Triton kernels"),
     "replay_after_warmup": ("speed", "failed", "The output of timed call"),
     "branch_on_timing": ("speed", "failed", "The output of timed call"),
+    # Attacks on the worker's records (issue 15): each switches them off, or forges them, and is stopped by
+    # the replay in the grader's replayer, by a check of the tape as data, or by the audit hook.
+    "frame_walk": ("case", "failed", REPLAYED),
+    "traceback_frames": ("case", "failed", REPLAYED),
+    "generator_frames": ("case", "failed", REPLAYED),
+    "dispatch_mode_stack": ("case", "failed", REPLAYED),
+    "function_globals": ("case", "failed", REPLAYED),
+    "hook_closure": ("case", "failed", REPLAYED),
+    "inspect_stack": ("case", "failed", REPLAYED),
+    "traceback_walk_stack": ("case", "failed", REPLAYED),
+    "profiler_hook": ("case", "error", "installed a profiler hook"),
+    "reimport_worker": ("case", "failed", "computed with PyTorch"),
+    "launcher_window": ("case", "failed", REPLAYED),
+    "stale_buffer": ("case", "failed", REPLAYED),
+    "jit_python_escape": ("case", "failed", "The grader does not run your kernel _escape_kernel"),
+    "smuggled_values": ("case", "failed", REPLAYED),
+    "forged_tape": ("case", "failed", REPLAYED),
+    "forged_alias": ("case", "failed", "shares memory with the input"),
     # Their defences do not depend on what the assignment computes: graded on the first assignment only.
     "compile_reference": ("case", "failed", "computed with PyTorch"),
     "reenable_compile": ("case", "failed", "switched torch.compile back on"),
@@ -105,8 +126,12 @@ CHEAT_RESULTS = {
 # assignment refuses every PyTorch copy, so the partial write (a copy of half the answer) never gets
 # as far as the NaN check.
 CAUGHT_EARLIER = {("coalescing", "partial_write"): "computed with PyTorch (aten.copy_)"}
+RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatch_mode_stack", "function_globals",
+                  "hook_closure", "inspect_stack", "traceback_walk_stack", "profiler_hook", "reimport_worker",
+                  "launcher_window", "stale_buffer", "jit_python_escape", "smuggled_values", "forged_tape",
+                  "forged_alias"]  # fmt: skip
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
-                  "cache_by_shape", "replay_after_warmup", "branch_on_timing"]  # fmt: skip
+                  "cache_by_shape", "replay_after_warmup", "branch_on_timing", *RECORD_ATTACKS]  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
 MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT] if COVERED else []
 
