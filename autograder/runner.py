@@ -150,8 +150,10 @@ def _close_zygotes() -> None:
 
 def _spawned_main(target: str, conn: Any, lifeline: Any, *args: Any) -> None:
     """Entry point of a child started without the zygote (a fresh interpreter)."""
+    from autograder.lifecycle import die_with_parent
     from autograder.zygote import _targets
 
+    die_with_parent()
     _targets()[target](conn, lifeline, *args)
 
 

@@ -244,9 +244,10 @@ def test_an_address_cache_is_caught_whenever_it_hits(slug: str, cheat_root: Path
         _timing_message_only(timed)
 
 
-# Honest variants of the RMSNorm forward, shaped nothing like the solution: each passes odd sizes and
-# is timed without a word from any defence.
-HONEST_RMSNORM = ["honest_autotuned", "honest_reversed_order", "honest_inplace_own_output", "correct_minimal"]
+# Honest variants of the RMSNorm forward, shaped nothing like the solution (one logs, warns, asserts and
+# keeps a buffer across calls): each passes odd sizes and is timed without a word from any defence.
+HONEST_RMSNORM = ["honest_autotuned", "honest_reversed_order", "honest_inplace_own_output", "honest_logging",
+                  "correct_minimal"]  # fmt: skip
 
 
 @pytest.mark.skipif("rmsnorm" not in SLUGS, reason="no rmsnorm spec")
