@@ -85,11 +85,12 @@ class Selection:
     speed: bool | None = None  # None: speed on a GPU only; False: never; True: also on a CPU (timing-defence tests)
     max_speed_cases: int | None = None
     speed_params: dict[str, Any] | None = None  # merged into each speed case's parameters (small shapes on a CPU)
+    case_tier: str | None = None  # grade this tier's cases whatever the device (the CPU tier's small cases on a GPU)
 
     def cases(self, part: Part, tier: str) -> list[Case]:
         if self.tasks is not None and part.task not in self.tasks:
             return []
-        cases = [c for c in part.cases_for(tier) if self.names is None or c.name in self.names]
+        cases = [c for c in part.cases_for(self.case_tier or tier) if self.names is None or c.name in self.names]
         return cases[: self.max_cases] if self.max_cases is not None else cases
 
     def speed_cases(self, spec: Assignment) -> list[int]:

@@ -62,6 +62,9 @@ class Zygote:
     def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(os.environ)
+        # NumPy's OpenBLAS starts a thread pool when imported; a process that forks must hold no other thread.
+        # The children's BLAS (the interpreter's tl.dot) then runs on one thread, next to the other child.
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
         if self.interpret:
             env["TRITON_INTERPRET"] = "1"  # fixed before the zygote imports triton
         else:
@@ -77,6 +80,11 @@ class Zygote:
         if not hello or "ready" not in hello:
             self.close()
             raise RuntimeError((hello or {}).get("error", "the zygote did not start"))
+        if hello.get("threads", 1) > 1 or (not self.interpret and hello.get("cuda_touched")):
+            # Forking a process that runs threads, or that loaded the CUDA driver, gives children that may hang
+            # or cannot use the GPU: fall back to starting each child as a fresh interpreter.
+            self.close()
+            raise RuntimeError(f"the zygote cannot fork safely ({hello})")
 
     def _read(self) -> dict | None:
         assert self.sock is not None
@@ -123,11 +131,12 @@ class Zygote:
 
 _ZYGOTES: dict[bool, Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
+_NO_ZYGOTE: set[bool] = set()  # tiers whose zygote failed to start: their children are spawned
 
 
-def zygote_available() -> bool:
+def zygote_available(interpret: bool) -> bool:
     return (sys.platform.startswith("linux") and hasattr(socket, "send_fds") and hasattr(os, "fork")
-            and os.environ.get("AUTOGRADER_NO_ZYGOTE", "") != "1")  # fmt: skip
+            and os.environ.get("AUTOGRADER_NO_ZYGOTE", "") != "1" and interpret not in _NO_ZYGOTE)  # fmt: skip
 
 
 def _zygote(interpret: bool) -> Zygote:
@@ -169,16 +178,18 @@ class Child:
         self._code: int | None = None
         parent, child = mp.Pipe()
         life_r, life_w = mp.Pipe(duplex=False)
-        if zygote_available():
+        if zygote_available(interpret):
             status_r, status_w = os.pipe()
             try:
                 self.pid = _zygote(interpret).fork(target, args, [child.fileno(), life_r.fileno(), status_w])
+                self._status = status_r
+            except (RuntimeError, OSError) as exc:
+                print(f"autograder: starting children as fresh interpreters ({exc})", file=sys.stderr)
+                _NO_ZYGOTE.add(interpret)
+                os.close(status_r)
             finally:
                 os.close(status_w)
-                child.close()
-                life_r.close()
-            self._status = status_r
-        else:
+        if not self.pid:
             ctx = mp.get_context("spawn")
             env_before = os.environ.get("TRITON_INTERPRET")
             if interpret:
@@ -191,9 +202,9 @@ class Child:
                     os.environ.pop("TRITON_INTERPRET", None)
                 else:
                     os.environ["TRITON_INTERPRET"] = env_before
-            child.close()
-            life_r.close()
             self.pid = self._process.pid
+        child.close()  # the child holds its ends now: the grader keeps only its own
+        life_r.close()
         self.conn = parent
         self._lifeline = life_w
 

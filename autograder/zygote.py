@@ -95,7 +95,7 @@ def main(control_fd: int) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     status_pipes: dict[int, int] = {}
-    _send(control, {"ready": os.getpid(), "threads": _thread_count()})
+    _send(control, {"ready": os.getpid(), "threads": _thread_count(), "cuda_touched": _cuda_touched()})
     while True:
         try:
             readable, _, _ = select.select([control, wake_r], [], [])
@@ -173,6 +173,19 @@ def _reap(status_pipes: dict[int, int]) -> None:
             except OSError:
                 pass
             os.close(fd)
+
+
+def _cuda_touched() -> bool:
+    """Whether the CUDA driver is loaded here (a forked child could then not use the GPU)."""
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():
+            return True
+        with open(f"/proc/{os.getpid()}/maps") as f:
+            return "libcuda.so" in f.read()
+    except OSError:
+        return False
 
 
 def _thread_count() -> int:
