@@ -203,6 +203,10 @@ def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
         left, right = _evaluate(node.left, env), _evaluate(node.right, env)
         if isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(right, (int, float)) and abs(right) > 1024:
             raise NotAKernel("an exponent too large")
+        if isinstance(node.op, ast.Mult) and any(isinstance(v, (str, tuple)) for v in (left, right)):
+            count = right if isinstance(left, (str, tuple)) else left
+            if not isinstance(count, int) or abs(count) > 1024:
+                raise NotAKernel("a repetition too long")
         return _checked(_BINARY[type(node.op)](left, right))
     if isinstance(node, ast.Attribute):
         value = _resolve_attribute(node, env)
@@ -398,7 +402,9 @@ def build(kernels: Kernels, interpret: bool) -> dict[str, Any]:
     # Triton reads a kernel's source through linecache: it must read the text the grader read, not the file.
     linecache.cache[kernels.filename] = (len(kernels.source), None, lines, kernels.filename)
     namespace: dict[str, Any] = {"__name__": "kernels", **kernels.modules, **kernels.constants}
-    namespace["__builtins__"] = {k: getattr(builtins, k) for k in ("range", "len", "min", "max", "int", "float", "print")}
+    # What a kernel may call (KERNEL_BUILTINS), and what a constant default may (_CONSTANT_CALLS).
+    namespace["__builtins__"] = {k: getattr(builtins, k) for k in ("range", "len", "min", "max", "int", "float", "print",
+                                                                    "abs", "round")}  # fmt: skip
     code = compile(ast.Module(body=list(good.values()), type_ignores=[]), kernels.filename, "exec",
                    flags=__future__.annotations.compiler_flag, dont_inherit=True)  # fmt: skip
     exec(code, namespace)  # only def statements, whose defaults are checked constants and annotations strings

@@ -29,6 +29,72 @@ class ReplayRefused(Exception):
     """The tape cannot be replayed, with a sentence that says why."""
 
 
+# --------------------------------------------------------------------------------------------------
+# Memory bounds under the interpreter: a kernel reads and writes only the replay's own storages
+# --------------------------------------------------------------------------------------------------
+
+
+class OutOfBounds(Exception):
+    """A load, store or atomic of an interpreted kernel reached memory outside every storage of the replay."""
+
+
+_BOUNDS: list[Any] = []  # [starts, ends] (sorted numpy arrays of the replay's storages) while a launch runs
+
+
+def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
+    import numpy as np
+
+    if not _BOUNDS:
+        return
+    starts, ends = _BOUNDS
+    addresses = np.asarray(ptrs, dtype=np.uint64)
+    if mask is not None:
+        addresses = addresses[np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)]
+    if addresses.size == 0:
+        return
+    slot = np.searchsorted(starts, addresses, side="right") - 1
+    inside = (slot >= 0) & (addresses + np.uint64(itemsize) <= ends[np.maximum(slot, 0)])
+    if not inside.all():
+        raise OutOfBounds(
+            f"a {what} reached memory outside every tensor of the call ({int((~inside).sum())} element(s)): every "
+            "load and store whose offsets can run past a tensor's end needs a mask"
+        )
+
+
+def install_bounds_checks() -> None:
+    """Wrap the interpreter's memory operations (once per process) with _check_addresses."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder, "_autograder_bounds", False):
+        return
+    load, store = builder.create_masked_load, builder.create_masked_store
+    cas, rmw = builder.create_atomic_cas, builder.create_atomic_rmw
+
+    def size(ptrs: Any) -> int:
+        return interpreter._get_np_dtype(ptrs.get_element_ty()).itemsize
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptrs.data, mask.data, size(ptrs), "load")
+        return load(self, ptrs, mask, *args, **kwargs)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptrs.data, mask.data, size(ptrs), "store")
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptr.data, None, size(ptr), "atomic")
+        return cas(self, ptr, cmp, val, *args, **kwargs)
+
+    def atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptr.data, mask.data, size(ptr), "atomic")
+        return rmw(self, op, ptr, val, mask, *args, **kwargs)
+
+    builder.create_masked_load, builder.create_masked_store = masked_load, masked_store
+    builder.create_atomic_cas, builder.create_atomic_rmw = atomic_cas, atomic_rmw
+    builder._autograder_bounds = True
+
+
 @dataclass
 class State:
     """One replay's storages (sid -> storage) and the tensor views made from them so far."""
@@ -47,7 +113,7 @@ class Replay:
 
     def __init__(self, tape: dict, kernels: dict[str, Any], refused_kernels: dict[str, str], device: torch.device,
                  check: Callable[[str, list, dict], str] | None = None, refused_ops: frozenset[str] = frozenset(),
-                 memory_budget: int = 16 << 30) -> None:  # fmt: skip
+                 memory_budget: int = 16 << 30, bounds: bool = False) -> None:  # fmt: skip
         self.tape = tape
         self.kernels = kernels
         self.refused_kernels = refused_kernels
@@ -55,6 +121,7 @@ class Replay:
         self.check = check
         self.refused_ops = refused_ops
         self.memory_budget = memory_budget
+        self.bounds = bounds  # interpreted kernels may touch only the replay's storages (install_bounds_checks)
         self.storages_info: dict[str, dict] = tape.get("storages", {}) if isinstance(tape.get("storages"), dict) else {}
         self._ops: dict[str, Any] = {}
         self._descriptor = _descriptor_type()
@@ -264,7 +331,27 @@ class Replay:
             self.checked.add(index)
         if any(g == 0 for g in grid):
             return  # an empty grid launches nothing
-        kernel[tuple(grid)](*args, **kwargs)
+        if not self.bounds:  # compiled for a GPU, a kernel reaches only the GPU's memory
+            kernel[tuple(grid)](*args, **kwargs)
+            return
+        import numpy as np
+
+        spans = sorted((s.data_ptr(), s.data_ptr() + s.nbytes()) for s in state.storages.values() if s.nbytes())
+        _BOUNDS[:] = [np.array([a for a, _ in spans], dtype=np.uint64), np.array([b for _, b in spans], dtype=np.uint64)]
+        try:
+            kernel[tuple(grid)](*args, **kwargs)
+        except Exception as exc:
+            cause = exc
+            while cause is not None and not isinstance(cause, OutOfBounds):
+                cause = cause.__cause__ or cause.__context__
+            if cause is None:
+                raise
+            raise ReplayRefused(
+                f"Your kernel {name}, replayed on new inputs, made {cause} (the grader runs kernels only on the "
+                "memory of the call they belong to)."
+            ) from None
+        finally:
+            _BOUNDS.clear()
 
 
 def _descriptor_type() -> Any:

@@ -47,6 +47,10 @@ class _Replayer:
             kernel_source.check(self.kernels)
             self.launchable = kernel_source.build(self.kernels, interpret=self.interpret)
             self.check = kernel_check.CompileCheck(kernel_source.build(self.kernels, interpret=False)).check if self.interpret else None
+            if self.interpret:
+                from autograder.replay import install_bounds_checks
+
+                install_bounds_checks()
         except SyntaxError:
             self.problem = "kernels.py has a syntax error, so the grader cannot read its kernels."
             self.launchable, self.check = {}, None
@@ -55,7 +59,7 @@ class _Replayer:
         from autograder.replay import Replay
 
         return Replay(tape, self.launchable, self.kernels.refused if not self.problem else {}, self.device,
-                      check=self.check, refused_ops=self.spec.forbidden_ops)  # fmt: skip
+                      check=self.check, refused_ops=self.spec.forbidden_ops, bounds=self.interpret)  # fmt: skip
 
     def case(self, request: dict) -> dict:
         from autograder.replay import ReplayRefused

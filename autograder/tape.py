@@ -35,7 +35,9 @@ from typing import Any
 
 from autograder.policy import SCALAR_READ, is_allowed, op_name, shown
 
-CARRIED_BUDGET = 256 << 20  # bytes of pre-existing buffers a tape may carry; the course's solutions carry 4 KiB
+# Bytes of pre-existing buffers a tape may carry (the course's solutions carry 4 KiB); more on a GPU, where a
+# workspace kept across calls at LLM sizes can be large.
+CARRIED_BUDGET = {"cpu": 256 << 20, "cuda": 2 << 30}
 MAX_ENTRIES = 200_000  # ops and launches per graded call
 
 
@@ -52,7 +54,7 @@ class Tape:
     """Records one graded call. Every storage it meets is kept alive until the call's reply is sent, so
     that no address is reused for another storage while the tape still names it."""
 
-    def __init__(self, carried_budget: int = CARRIED_BUDGET) -> None:
+    def __init__(self, carried_budget: int = CARRIED_BUDGET["cpu"]) -> None:
         import torch
 
         self.torch = torch

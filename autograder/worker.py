@@ -33,7 +33,7 @@ from typing import Any
 
 from autograder.lifecycle import watch_lifeline
 from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS  # noqa: F401  (one policy, see policy.py)
-from autograder.tape import GridRecorder, Tape
+from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape
 
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
 HOST_MEMORY_BUDGET = 16 << 30  # address space a CPU-tier worker may add to what it holds after its imports
@@ -676,7 +676,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list)
     except BaseException as exc:  # noqa: BLE001  (e.g. a huge case refused by the memory limit)
         return _failure(session, exc, part.task)
     before = {k: v.clone() for k, v in inputs.items()}
-    tape = Tape()
+    tape = Tape(CARRIED_BUDGET.get(device.type, CARRIED_BUDGET["cpu"]))
     tapes.append(tape)
     watch = _Watch(session.submission_file, refused=spec.forbidden_ops, tape=tape)
     if device.type == "cuda":
@@ -741,7 +741,7 @@ def _run_record(session: _Session, module: ModuleType, request: dict, tapes: lis
     params = request["params"]
     fixed_seed = request.get("fixed_seed")
     seeds = list(request["seeds"])
-    tape = Tape()
+    tape = Tape(CARRIED_BUDGET.get(device.type, CARRIED_BUDGET["cpu"]))
     tapes.append(tape)
     prepared: dict = {}
     prepared_before: dict = {}

@@ -8,7 +8,7 @@ import pytest
 
 from autograder import kernel_check, kernel_source
 from autograder import tape as tapes
-from autograder.replay import Replay, ReplayRefused
+from autograder.replay import Replay, ReplayRefused, install_bounds_checks
 
 SOURCE = '''
 import triton
@@ -117,9 +117,10 @@ LAUNCH = {"kind": "launch", "kernel": "double", "file": "/nowhere/kernels.py", "
           "args": [_ref(0, [100]), _ref(1, [100]), 100], "kwargs": {"BLOCK": 64}}  # fmt: skip
 
 
-def _replay(tape: dict, x: torch.Tensor) -> dict:
-    kernels = _read(SOURCE)
-    replay = Replay(tape, kernel_source.build(kernels, interpret=True), kernels.refused, torch.device("cpu"))
+def _replay(tape: dict, x: torch.Tensor, source: str = SOURCE) -> dict:
+    kernels = _read(source)
+    install_bounds_checks()
+    replay = Replay(tape, kernel_source.build(kernels, interpret=True), kernels.refused, torch.device("cpu"), bounds=True)
     return replay.run(replay.bind({"x": x}))
 
 
@@ -169,3 +170,13 @@ def test_a_launch_of_a_kernel_that_is_not_in_the_source_is_refused() -> None:
     tape = _tape([EMPTY, {**LAUNCH, "kernel": "reference_kernel"}], {"y": _ref(1, [100])})
     with pytest.raises(ReplayRefused, match="not a @triton.jit function at the top level"):
         _replay(tape, torch.randn(100))
+
+
+def test_an_interpreted_kernel_touches_only_the_memory_of_its_call() -> None:
+    """Under the interpreter a pointer is an address: the replay refuses any load or store outside its storages
+    (a kernel could otherwise read or write the replayer itself)."""
+    unmasked = SOURCE.replace("_twice(tl.load(x_ptr + offs, mask=mask))", "_twice(tl.load(x_ptr + offs))")
+    tape = _tape([EMPTY, LAUNCH], {"y": _ref(1, [100])})
+    with pytest.raises(ReplayRefused, match="reached memory outside every tensor of the call"):
+        _replay(tape, torch.randn(100), unmasked)  # 128 lanes read from a 100-element input
+    assert torch.equal(_replay(tape, torch.ones(100))["y"], 2 * torch.ones(100))  # masked, it runs
