@@ -293,7 +293,6 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             continue
         t0 = time.perf_counter()
         seed = seeds.next()
-        worker.import_timeout = limits.current
         try:
             reply = worker.request({"op": "case", "task": part.task, "params": case.params, "seed": seed}, limits.current,
                                    f"running {case.name}")  # fmt: skip

@@ -130,7 +130,7 @@ def test_a_hung_kernel_costs_one_time_limit_and_the_rest_of_its_part_is_not_run(
     # The backward calls the same forward and hangs too: once something hung, a case gets a quarter of the limit.
     backward = cases(result, BACKWARD)
     assert backward[HANG][0] == "timeout" and "took longer than 2 s" in backward[HANG][1], backward[HANG]
-    assert sum(c.seconds for c in result.cases) < 8.0 + 2.0 + 8.0  # two limits, not one per case
+    assert sum(c.seconds for c in result.cases) < 30.0  # two limits (8 + 2 s) and the rest; one per case would be 56 s
 
 
 BAD = {
