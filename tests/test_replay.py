@@ -9,6 +9,10 @@ import pytest
 from autograder import kernel_check, kernel_source
 from autograder import tape as tapes
 from autograder.replay import Replay, ReplayRefused, install_bounds_checks
+from course.env import interpreter_requested
+
+# Replays below run kernels under Triton's interpreter, which must be chosen before triton is imported.
+interpreted = pytest.mark.skipif(not interpreter_requested(), reason="replays under the CPU interpreter")
 
 SOURCE = '''
 import triton
@@ -124,12 +128,14 @@ def _replay(tape: dict, x: torch.Tensor, source: str = SOURCE) -> dict:
     return replay.run(replay.bind({"x": x}))
 
 
+@interpreted
 def test_a_tape_replays_on_new_inputs() -> None:
     x = torch.randn(100)
     out = _replay(_tape([EMPTY, LAUNCH], {"y": _ref(1, [100])}), x)["y"]
     assert torch.equal(out, 2 * x)
 
 
+@interpreted
 def test_a_tape_that_computes_with_pytorch_is_refused_in_the_grader_and_in_the_replay() -> None:
     mul = {"kind": "op", "op": "aten.mul.Tensor", "args": [_ref(0, [100]), 2.0], "kwargs": {}, "out": _ref(1, [100])}
     tape = _tape([mul, LAUNCH], {"y": _ref(1, [100])})
@@ -143,6 +149,7 @@ def test_an_output_placed_in_an_input_is_refused() -> None:
     assert "`y` shares memory with the input `x`" in tapes.problems(tape, "/nowhere/kernels.py")
 
 
+@interpreted
 def test_a_forged_new_storage_that_is_really_an_input_is_refused() -> None:
     """set_ points a tensor at the input's memory, and the forged record calls the result new memory."""
     alias = {"kind": "op", "op": "aten.set_.source_Storage", "args": [_ref(1, [100]), {"S": "0"}], "kwargs": {},
@@ -153,6 +160,7 @@ def test_a_forged_new_storage_that_is_really_an_input_is_refused() -> None:
         _replay(tape, torch.randn(100))
 
 
+@interpreted
 def test_carried_memory_is_what_the_worker_had_and_nothing_more() -> None:
     """A buffer the call did not allocate comes with the contents the worker saw: the answer to its own inputs,
     which is not the answer on the replay's."""
@@ -166,12 +174,14 @@ def test_carried_memory_is_what_the_worker_had_and_nothing_more() -> None:
     assert torch.equal(out, 2 * worker_x)  # carried as it was: right for the worker's inputs only
 
 
+@interpreted
 def test_a_launch_of_a_kernel_that_is_not_in_the_source_is_refused() -> None:
     tape = _tape([EMPTY, {**LAUNCH, "kernel": "reference_kernel"}], {"y": _ref(1, [100])})
     with pytest.raises(ReplayRefused, match="not a @triton.jit function at the top level"):
         _replay(tape, torch.randn(100))
 
 
+@interpreted
 def test_an_interpreted_kernel_touches_only_the_memory_of_its_call() -> None:
     """Under the interpreter a pointer is an address: the replay refuses any load or store outside its storages
     (a kernel could otherwise read or write the replayer itself)."""
