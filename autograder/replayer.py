@@ -24,8 +24,8 @@ from typing import Any
 
 from autograder.lifecycle import refuse_ptrace, watch_lifeline
 
-GPU_MEMORY_FRACTION = 0.75
-HOST_MEMORY_BUDGET = 16 << 30
+GPU_MEMORY_FRACTION = 0.5  # the worker (0.75) and the grader's references share the GPU with it
+HOST_MEMORY_BUDGET = 16 << 30  # address space the replayer may add to what it holds after its imports
 CHECKED_OUTPUT_BUDGET = 8 << 30  # bytes of kept timed outputs left on the GPU; the rest wait in host memory
 
 

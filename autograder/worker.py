@@ -658,14 +658,6 @@ def _watch_problems(session: _Session, watch: _Watch) -> dict:
     return {"forbidden_ops": forbidden, "launches": watch.launches, "other_stream": watch.other_stream}
 
 
-def _inputs(session: _Session, module: ModuleType, part: Any, params: dict, seed: int, fixed_seed: int | None) -> tuple[dict, dict]:
-    """(inputs, what the submission's setup step prepared from them): outside the watch, untimed."""
-    device = session.device
-    inputs = part.inputs(params, seed, device, fixed_seed)
-    prepared = part.setup(module, inputs, params) if part.setup is not None else {}
-    return inputs, prepared
-
-
 def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list) -> dict:
     global _WATCH
     torch, spec, device = session.torch, session.spec, session.device
