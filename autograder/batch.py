@@ -172,6 +172,7 @@ def grade_one(sub: Submission, out: Path, slugs: list[str], device: str, gpu: st
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["AUTOGRADER_DIE_WITH_PARENT"] = "1"  # killed with this thread's batch: its children follow (lifecycle.py)
     with log.open("w") as fh:
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout)

@@ -2,15 +2,21 @@
 
 Everything that is scored is computed here, in the grader's process, which never imports the
 submission: inputs are rebuilt from the seed, the float64 reference computed, every output compared,
-the speed-up, the physical floor and the points worked out. The worker only supplies outputs, the
-raw times and what it saw the submission do; a tampered worker can hide how an answer was computed,
-never make a wrong answer right (docs/integrity.md).
+the speed-up, the physical floor and the points worked out.
+
+Three processes take part (docs/integrity.md): the worker runs the submission and records each call
+(its outputs and its tape, the ops and launches it made); the replayer, which runs none of the
+submission's Python, replays that tape on new inputs the worker never saw and, for speed, times it;
+this process judges both. A case passes only when the worker's output and the replay's are both
+right: what the worker says cannot make an answer count that the submission's own kernels did not
+compute. Case i is replayed while the worker runs case i + 1.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import os
 import secrets
 import statistics
 import time
@@ -21,16 +27,20 @@ from typing import Any
 
 import torch
 
+from autograder import tape as tapes
 from autograder import timing
 from autograder.checking import check_meta, compare, physical_floor
-from autograder.runner import Worker, WorkerLost
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, generator
+from autograder.runner import Replayer, Worker, WorkerLost
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase
 from autograder.specs import load_spec
 
 # Timed calls whose outputs the grader checks, drawn at random after the timing: a submission that is
 # wrong (stale, skipped, unfinished) on half its timed calls passes all of them with probability 1/32.
 CHECKED_TIMED_CALLS = 5
 WARMUP_INPUTS = 2  # input sets the warm-up cycles over, none of them used again in a timed call
+# Once a case has run out of time, the rest of its part is not run, and every later case of the
+# assignment gets this fraction of the time limit: a kernel that hangs costs one limit, not one per case.
+HUNG_LIMIT_FRACTION = 0.25
 
 
 @dataclass
@@ -75,11 +85,12 @@ class Selection:
     speed: bool | None = None  # None: speed on a GPU only; False: never; True: also on a CPU (timing-defence tests)
     max_speed_cases: int | None = None
     speed_params: dict[str, Any] | None = None  # merged into each speed case's parameters (small shapes on a CPU)
+    case_tier: str | None = None  # grade this tier's cases whatever the device (the CPU tier's small cases on a GPU)
 
     def cases(self, part: Part, tier: str) -> list[Case]:
         if self.tasks is not None and part.task not in self.tasks:
             return []
-        cases = [c for c in part.cases_for(tier) if self.names is None or c.name in self.names]
+        cases = [c for c in part.cases_for(self.case_tier or tier) if self.names is None or c.name in self.names]
         return cases[: self.max_cases] if self.max_cases is not None else cases
 
     def speed_cases(self, spec: Assignment) -> list[int]:
@@ -99,6 +110,23 @@ class Seeds:
         if self.base is None:
             return secrets.randbits(62)
         return (self.base * 1_000_003 + self.count * 7919) % (1 << 62)
+
+    @staticmethod
+    def secret() -> int:
+        """A seed for inputs the worker must never know (a replay's, a timed call's): never fixed, not even by --seed."""
+        return secrets.randbits(62)
+
+
+@dataclass
+class Limits:
+    """The time limits of one assignment's requests, shortened once something has hung."""
+
+    timeout: float
+    hung: str = ""  # the name of the case that ran out of time, once one has
+
+    @property
+    def current(self) -> float:
+        return self.timeout * HUNG_LIMIT_FRACTION if self.hung else self.timeout
 
 
 Progress = Callable[[str], None]
@@ -179,46 +207,157 @@ def _unreadable(exc: BaseException) -> str:
     )
 
 
-def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, worker: Worker, device: torch.device,
-                 seeds: Seeds, timeout: float, progress: Progress) -> list[CaseResult]:
-    results = []
+def _replay_verdict(part: Part, params: dict, reply: dict, reference: dict[str, torch.Tensor], reads: int) -> tuple[bool, str]:
+    """Whether the replay of a case's tape on new inputs gave the right answer, and a sentence when not."""
+    if reply.get("status") == "refused":
+        return False, str(reply.get("message", "The grader could not replay your call."))
+    if reply.get("status") != "ok":
+        return False, (
+            "Your call's launches failed when the grader replayed them on new inputs of the same shapes: "
+            f"{reply.get('message', '')}"
+        )
+    outputs = _load_outputs(reply.get("outputs", {}))
+    dtype = DTYPES[params["dtype"]]
+    for name, ref in reference.items():
+        out = outputs.get(name)
+        problem = check_meta(name, out, tuple(ref.shape), dtype, "cpu")
+        verdict = compare(name, out.to(ref.device), ref, part.tolerance(params)) if not problem else None
+        if problem or not verdict.ok:
+            hint = (
+                f" Your call read {reads} value(s) from tensors into Python (.item()): launches that depend on input "
+                "values are not the same on new inputs." if reads else ""
+            )
+            return False, (
+                "Your call's output was right, but the launches it made, replayed by the grader on new inputs of the "
+                "same shapes (in a process that runs only your kernels and allowed PyTorch ops), did not produce the "
+                f"right answer: {problem or verdict.message} So the answer did not come from your kernels: it was "
+                "computed outside them (PyTorch or Python the record does not show), or read from memory filled "
+                "before the call." + hint
+            )
+    return True, ""
+
+
+@dataclass
+class _Pending:
+    """A case whose replay is running while the worker runs the next one."""
+
+    result: CaseResult
+    request_id: str
+    params: dict
+    seed: int
+    fixed_seed: int | None
+    reads: int
+
+
+def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, worker: Worker, replayer: Replayer,
+                 device: torch.device, seeds: Seeds, limits: Limits, progress: Progress) -> list[CaseResult]:
+    results: list[CaseResult] = []
+    submission_file = os.path.realpath(worker.submission)
+    pending: list[_Pending] = []
+
+    def finish() -> None:
+        """Judge the replay of the pending case (if any), waiting for it."""
+        if not pending:
+            return
+        job = pending.pop()
+        result = job.result
+        waited = time.perf_counter()  # the replay ran while the worker worked: only the wait for it counts
+        try:
+            reply = replayer.collect(job.request_id, limits.current, f"replaying {result.name}")
+        except WorkerLost as lost:
+            result.status, result.score = ("timeout" if str(lost).startswith("Timed out") else "error"), 0.0
+            result.message = str(lost)
+            if result.status == "timeout":
+                limits.hung = limits.hung or result.name
+            return
+        finally:
+            result.seconds += time.perf_counter() - waited
+        inputs = part.inputs(job.params, job.seed, device, job.fixed_seed)
+        try:
+            ok, message = _replay_verdict(part, job.params, reply, part.reference(inputs, job.params), job.reads)
+        except _UNREADABLE as exc:
+            ok, message = False, _unreadable(exc)
+        if not ok:
+            result.status, result.message, result.score = "failed", message, 0.0
+
     for i, case in enumerate(cases, 1):
         progress(f"{spec.slug} · {part.task} · case {i}/{len(cases)} {case.name}")
         pts = _points(part, tier)
         result = CaseResult(part.task, case.name, "failed", 0.0, pts, bonus=part.bonus)
-        t0 = time.perf_counter()
+        results.append(result)
         if worker.import_error:
             result.status, result.message = "error", worker.import_error
-            results.append(result)
             continue
+        if limits.hung and any(r.status == "timeout" for r in results[:-1]):
+            _not_run(result, limits.hung)
+            continue
+        t0 = time.perf_counter()
         seed = seeds.next()
         try:
-            reply = worker.request({"op": "case", "task": part.task, "params": case.params, "seed": seed}, timeout, f"running {case.name}")
+            reply = worker.request({"op": "case", "task": part.task, "params": case.params, "seed": seed}, limits.current,
+                                   f"running {case.name}")  # fmt: skip
         except WorkerLost as lost:
+            reply = None
             result.status = "timeout" if str(lost).startswith("Timed out") else "error"
             result.message = str(lost)
-        else:
-            ok_reply = isinstance(reply.get("status"), str) and reply["status"] == "ok"
-            reference = None
-            if ok_reply:  # computed only for a reply worth comparing
-                inputs = part.make_inputs(case.params, generator(seed, device), device)
-                reference = part.reference(inputs, case.params)
-            try:
-                if not ok_reply:
-                    status = reply["status"]
-                    result.status = status if status in ("error", "not_implemented") else "error"
-                    result.message = str(reply["message"])
-                    if reply.get("problems"):  # a refusal explains the error better than its exception
-                        result.message = str(reply["problems"][0])
-                else:
-                    ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
-                    result.status, result.message = ("passed" if ok else "failed"), message
-                    result.score = pts if ok else 0.0
-            except _UNREADABLE as exc:
-                result.status, result.message, result.score = "error", _unreadable(exc), 0.0
+            if result.status == "timeout":
+                limits.hung = limits.hung or case.name
+        finish()  # the previous case's replay ran while the worker ran this one
+        if limits.hung and any(r.status == "timeout" for r in results[:-1]):
+            _not_run(result, limits.hung)
+            continue
         result.seconds = time.perf_counter() - t0
-        results.append(result)
+        if reply is None:
+            continue
+        try:
+            job = _judge_reply(spec, part, case, reply, seed, device, submission_file, result)
+        except _UNREADABLE as exc:
+            result.status, result.message, result.score = "error", _unreadable(exc), 0.0
+            job = None
+        if job is not None:
+            replay_seed = Seeds.secret()  # inputs the worker never sees
+            fixed_seed = seed if part.setup_reads else None
+            request = {"op": "case", "task": part.task, "params": case.params, "seed": replay_seed, "fixed_seed": fixed_seed,
+                       "tape": reply["tape"], "prepared": _load_outputs(reply.get("prepared") or {})}  # fmt: skip
+            try:
+                request_id = replayer.submit(request)
+            except (WorkerLost, OSError, RuntimeError) as exc:
+                result.status, result.score = "error", 0.0
+                result.message = f"The grader could not start the replay of your kernels: {exc}"
+            else:
+                pending.append(_Pending(result, request_id, case.params, replay_seed, fixed_seed, tapes.scalar_reads(reply["tape"])))
+    finish()
     return results
+
+
+def _not_run(result: CaseResult, hung: str) -> None:
+    result.status, result.score = "skipped", 0.0
+    result.message = (
+        f"Not run: case {hung} ran out of time, so the rest of its part was not run (a kernel that never ends "
+        "would cost every case a full time limit). Fix that case, then grade again."
+    )
+
+
+def _judge_reply(spec: Assignment, part: Part, case: Case, reply: dict, seed: int, device: torch.device,
+                 submission_file: str, result: CaseResult) -> bool | None:
+    """Judge the worker's reply into `result`; True when its tape must be replayed before the case can pass."""
+    if not (isinstance(reply.get("status"), str) and reply["status"] == "ok"):
+        status = reply["status"]
+        result.status = status if status in ("error", "not_implemented") else "error"
+        result.message = str(reply["message"])
+        if reply.get("problems"):  # a refusal explains the error better than its exception
+            result.message = str(reply["problems"][0])
+        return None
+    inputs = part.inputs(case.params, seed, device)
+    reference = part.reference(inputs, case.params)
+    ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
+    if ok:  # the worker's account holds: its tape must say the same, as data, and replay to the answer
+        problem = tapes.problems(reply.get("tape"), submission_file, spec.forbidden_ops, device.type, spec.forbidden_note)
+        if problem:
+            ok, message = False, problem
+    result.status, result.message = ("passed" if ok else "failed"), message
+    result.score = result.max_score if ok else 0.0
+    return True if ok else None
 
 
 def speed_points(speedup: float, target: float, points: float, zero_at: float = 1.0) -> float:
@@ -247,22 +386,6 @@ def measured_peaks(device: torch.device) -> Peaks:
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return _PEAKS[key]
-
-
-def _timed_call_problem(timed: dict, reps: int, note: str = "") -> str:
-    """A sentence about how the submission behaved in its timed calls, or ''."""
-    if timed.get("forbidden"):
-        return "In a timed call: " + _refusal({"forbidden_ops": timed["forbidden"]}, note)
-    if timed.get("no_launch"):
-        return (
-            f"{timed['no_launch']} of {reps} timed calls launched none of your Triton kernels: every call must do "
-            "its own work (a result kept from an earlier call, or work done in one call for the next ones, is not allowed)."
-        )
-    if timed.get("other_stream"):
-        return "In a timed call: " + _refusal({"other_stream": timed["other_stream"]})
-    if timed.get("output_problem"):
-        return "In a timed call: " + timed["output_problem"]
-    return ""
 
 
 def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], copy_gbps: float,
@@ -297,50 +420,70 @@ def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], 
     return score, status, message, extra
 
 
-def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, seeds: Seeds, reps: int,
-           timeout: float, selection: Selection) -> CaseResult:
+def _speed(spec: Assignment, index: int, worker: Worker, replayer: Replayer, device: torch.device, seeds: Seeds,
+           reps: int, limits: Limits, selection: Selection) -> CaseResult:
+    """The worker records one call of the speed case (after warm-up calls); the replayer times that call's
+    tape against the baseline, every timed call on new inputs the worker never saw; the outputs of some
+    timed calls are checked here. No code of the submission runs while anything is timed."""
     sc = spec.speed[index]
     params = {**sc.params, **(selection.speed_params or {})}
     result = CaseResult(sc.task, Case(params, "gpu").name, "failed", 0.0, sc.points, kind="speed",
                         bonus=sc.bonus)
     part = spec.part(sc.task)
     cpu = device.type != "cuda"
-    rep_seeds = [seeds.next() for _ in range(reps)]  # one new input set per timed call
-    request = {"op": "speed", "index": index, "task": sc.task, "params": params, "seeds": rep_seeds,
-               "warmup_seeds": [seeds.next() for _ in range(WARMUP_INPUTS)], "reps": reps,
-               "warmup_calls": 2 if cpu else 10, "warmup_ms": 0.0 if cpu else 100.0}  # fmt: skip
+    fixed_seed = seeds.next() if part.setup_reads else None  # the weights a setup step prepares, the same in every call
+    record = {"op": "record", "index": index, "task": sc.task, "params": params, "fixed_seed": fixed_seed,
+              "seeds": [seeds.next() for _ in range(WARMUP_INPUTS + 1)]}  # warm-up calls, then the recorded one
     try:
-        reply = worker.request(request, timeout, f"timing {result.name}")
+        reply = worker.request(record, limits.current, f"recording a call of {result.name}")
         if reply["status"] != "ok":
             result.status = "error"
             result.message = reply["problems"][0] if reply.get("problems") else str(reply["message"])
             return result
-        problem = (reply.get("problems") or [""])[0] or _timed_call_problem(reply["timed"], reps, spec.forbidden_note)
+        tape = reply.get("tape")
+        problem = (
+            (reply.get("problems") or [""])[0]
+            or _recorded_call_problem(reply, spec.forbidden_note)
+            or tapes.problems(tape, os.path.realpath(worker.submission), spec.forbidden_ops, device.type, spec.forbidden_note)
+        )
+        if not problem and tapes.scalar_reads(tape):
+            problem = (
+                f"Your call reads {tapes.scalar_reads(tape)} value(s) from tensors into Python (.item()), so its launches "
+                "may depend on the values of its inputs: the grader times the launches it recorded on new inputs, which "
+                "needs a sequence of launches fixed by the shapes alone. Decide launches from shapes and sizes."
+            )
         if problem:
-            result.message = problem
+            result.message = "In the call recorded for timing: " + problem
             return result
-        # The timed outputs to check are drawn now, after the timing, so no call could know it would be checked.
+        rep_seeds = [Seeds.secret() for _ in range(reps)]  # one new input set per timed call, never shown to the worker
         checked = sorted(secrets.SystemRandom().sample(range(reps), min(CHECKED_TIMED_CALLS, reps)))
-        kept = worker.request({"op": "speed_outputs", "reps": checked}, timeout, f"collecting the outputs of {result.name}")
-        if kept.get("problems"):
-            result.message = kept["problems"][0]
+        request = {"op": "time", "index": index, "task": sc.task, "params": params, "tape": tape, "fixed_seed": fixed_seed,
+                   "prepared": _load_outputs(reply.get("prepared") or {}), "seeds": rep_seeds, "keep": checked,
+                   "warmup_seeds": [Seeds.secret() for _ in range(WARMUP_INPUTS)],
+                   "warmup_calls": 2 if cpu else 10, "warmup_ms": 0.0 if cpu else 100.0}  # fmt: skip
+        timed = replayer.collect(replayer.submit(request), limits.current, f"timing {result.name}")
+        if timed.get("status") != "ok":
+            result.status = "failed" if timed.get("status") == "refused" else "error"
+            result.message = "Timing the call the grader recorded: " + str(timed.get("message", ""))
             return result
         for r in checked:
-            inputs = part.make_inputs(params, generator(rep_seeds[r], device), device)
+            inputs = part.inputs(params, rep_seeds[r], device, fixed_seed)
             ref = next(iter(part.reference(inputs, params).values()))
-            out = kept["outputs"].get(str(r))
+            out = timed["outputs"].get(str(r))
             problem = check_meta("output", out, tuple(ref.shape), DTYPES[params["dtype"]], "cpu")
             verdict = compare("output", out.to(ref.device), ref, part.tolerance(params)) if not problem else None
             if problem or not verdict.ok:
                 result.message = (
-                    f"The output of timed call {r + 1} of {reps} was wrong: " + (problem or verdict.message) + " Every "
-                    "timed call gets new inputs, and its output is copied right after the call returns, then filled with "
-                    "NaN: a result kept from an earlier call, or work still running on another stream or thread, shows up here."
+                    f"The output of timed call {r + 1} of {reps} was wrong: " + (problem or verdict.message) + " The "
+                    "grader times the launches your call made, replayed on new inputs every time: an answer kept from "
+                    "an earlier call, or computed outside your kernels, is not reproduced."
                 )
                 return result
-        times, copy_gbps = reply["times"], float(reply["copy_gbps"])
+        times, copy_gbps = timed["times"], float(timed["copy_gbps"])
     except WorkerLost as lost:
         result.status, result.message = "error", str(lost)
+        if str(lost).startswith("Timed out"):
+            limits.hung = limits.hung or result.name
         return result
     except _UNREADABLE as exc:
         result.status, result.message = "error", _unreadable(exc)
@@ -350,6 +493,20 @@ def _speed(spec: Assignment, index: int, worker: Worker, device: torch.device, s
     return result
 
 
+def _recorded_call_problem(reply: dict, note: str = "") -> str:
+    """A sentence about how the submission behaved in the call recorded for timing, or ''."""
+    if reply.get("forbidden_ops"):
+        return _refusal({"forbidden_ops": reply["forbidden_ops"]}, note)
+    if reply.get("launches", 1) == 0:
+        return (
+            "the call launched none of your Triton kernels: every call must do its own work (a result kept from an "
+            "earlier call, or work done in one call for the next ones, is not allowed)."
+        )
+    if reply.get("other_stream"):
+        return _refusal({"other_stream": reply["other_stream"]})
+    return reply.get("output_problem") or ""
+
+
 def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
                      timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
                      selection: Selection | None = None, import_timeout: float | None = None) -> AssignmentResult:
@@ -357,7 +514,7 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
     selection = selection or Selection()
     tier = "gpu" if device_name == "cuda" else "cpu"
     device = torch.device(device_name)
-    timeout = timeout or (120.0 if tier == "cpu" else 180.0)
+    limits = Limits(timeout or (120.0 if tier == "cpu" else 180.0))
     seeds = Seeds(seed)
     result = AssignmentResult(slug, spec.title, tier, [])
     graded = {part.task: selection.cases(part, tier) for part in spec.parts}
@@ -368,17 +525,20 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
             for case in graded[part.task]:
                 result.cases.append(CaseResult(part.task, case.name, "error", 0.0, _points(part, tier), message, bonus=part.bonus))
         return result
-    # Starting a worker loads PyTorch, Triton and Dynamo before kernels.py: that is not the submission's
-    # time, so the import gets at least a minute whatever the per-case limit.
-    worker = Worker(slug, kernels_file, device_name, import_timeout=import_timeout or max(timeout, 60.0))
+    # The replayer reads the kernels from this text, read before any code of the submission runs.
+    source = kernels_file.read_text(errors="replace")
+    worker = Worker(slug, kernels_file, device_name, import_timeout=import_timeout or limits.timeout)
+    replayer = Replayer(slug, kernels_file, source, device_name)
     try:
         try:
             worker.start()
         except WorkerLost as lost:
             worker.import_error = f"kernels.py could not be imported. {lost}"
+            if str(lost).startswith("Timed out"):
+                limits.hung = "importing kernels.py"
         passed_tasks = set()
         for part in spec.parts:
-            cases = _correctness(spec, part, graded[part.task], tier, worker, device, seeds, timeout, progress)
+            cases = _correctness(spec, part, graded[part.task], tier, worker, replayer, device, seeds, limits, progress)
             result.cases += cases
             if cases and all(c.status == "passed" for c in cases):
                 passed_tasks.add(part.task)
@@ -399,7 +559,8 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
                                                    f"not timed: every correctness case of {sc.task} must pass first",
                                                    kind="speed", bonus=sc.bonus))  # fmt: skip
                 else:
-                    result.cases.append(_speed(spec, index, worker, device, seeds, reps, timeout, selection))
+                    result.cases.append(_speed(spec, index, worker, replayer, device, seeds, reps, limits, selection))
     finally:
         worker.cleanup()
+        replayer.cleanup()
     return result

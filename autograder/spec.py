@@ -59,6 +59,18 @@ class Part:
     # Optional, runs in the worker before the graded call, unwatched and untimed: the submission's own
     # offline step (e.g. re-laying quantized weights with `prepare`). Its tensors are added to the inputs.
     setup: Callable[[ModuleType, Tensors, Params], Tensors] | None = None
+    # The inputs `setup` reads (a quantized matmul's weights). A replay, and every timed call, keeps these
+    # from the worker's own inputs, so that what setup prepared from them still holds; all other inputs are
+    # new. They must not determine the answer on their own (the activations are never among them).
+    setup_reads: tuple[str, ...] = ()
+
+    def inputs(self, params: Params, seed: int, device: torch.device, fixed_seed: int | None = None) -> Tensors:
+        """The inputs drawn from `seed`; with `fixed_seed`, those `setup` reads are drawn from it instead."""
+        inputs = self.make_inputs(params, generator(seed, device), device)
+        if fixed_seed is not None and self.setup_reads:
+            fixed = self.make_inputs(params, generator(fixed_seed, device), device)
+            inputs.update({k: fixed[k] for k in self.setup_reads})
+        return inputs
 
     def cases_for(self, tier: str) -> list[Case]:
         return [c for c in self.cases if c.tier == tier]

@@ -1,10 +1,15 @@
 """The worker process: imports one submission and runs the grader's requests on it, one at a time.
 
-It never sees a reference output. For each case it receives parameters and a seed, builds the inputs,
-calls the submission under watch (fresh memory poisoned with NaN, every PyTorch op recorded, every
-Triton launch counted, inputs compared before and after, the outputs' types and memory inspected)
-and sends the outputs back. For a speed case it times the submission against the baseline on new
-inputs for every timed call and keeps each call's output, for the grader to check the ones it picks.
+It never sees a reference output, nor the inputs a replay or a timed call will use. For each case it
+receives parameters and a seed, builds the inputs, calls the submission under watch (fresh memory
+poisoned with NaN, every PyTorch op recorded, every Triton launch counted, inputs compared before and
+after, the outputs' types and memory inspected) and sends back the outputs and the call's tape (what
+it ran, in order: autograder/tape.py), which the grader has replayed elsewhere. For a speed case it
+only records: a few warm-up calls, then one call whose tape the grader's replayer times; no code of
+the submission runs while anything is timed.
+
+Everything here shares an interpreter with the submission and can be undone by it: the records are a
+first, friendly line (they name the op or the trick), not what a grade rests on.
 
 Replies travel as bytes the grader reads with `torch.load(weights_only=True)`: plain data and tensors,
 never a pickle that could run code in the grader. The guards in autograder/integrity.py watch
@@ -26,22 +31,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-# Ops a graded call may run besides the submission's Triton kernels: allocation, views, copies and
-# constant fills. Anything else (pow, mean, rsqrt, mm, softmax ...) computes the answer in PyTorch.
-ALLOWED_OPS = frozenset(
-    """
-    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros full full_like
-    new_full ones ones_like new_ones fill_ zero_ scalar_tensor lift_fresh
-    view _unsafe_view view_as reshape _reshape_alias as_strided expand expand_as t transpose permute
-    unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk flatten unflatten movedim
-    detach alias set_ diagonal unfold
-    copy_ clone _to_copy to contiguous _local_scalar_dense resize_
-    sym_size sym_stride sym_numel sym_storage_offset is_contiguous is_same_size stride size numel dim
-    """.split()
-)
-COPY_OPS = frozenset({"_to_copy", "copy_", "to"})
-MAX_SCALAR_READS = 64  # .item() calls per graded call; more is the answer computed in Python, value by value
-CHECKED_OUTPUT_BUDGET = 8 << 30  # bytes of timed outputs kept on the GPU; the rest wait in host memory
+from autograder.lifecycle import watch_lifeline
+from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS  # noqa: F401  (one policy, see policy.py)
+from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape
+
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
 HOST_MEMORY_BUDGET = 16 << 30  # address space a CPU-tier worker may add to what it holds after its imports
 
@@ -68,9 +61,11 @@ FENCE_PATTERN = 0xA5
 class _Watch:
     """Records, during one graded call, the PyTorch ops run and the submission's kernel launches."""
 
-    def __init__(self, submission_file: str, timed: bool = False, refused: frozenset[str] = frozenset()) -> None:
+    def __init__(self, submission_file: str, timed: bool = False, refused: frozenset[str] = frozenset(),
+                 tape: Any = None) -> None:  # fmt: skip
         self.submission_file = submission_file
-        self.timed = timed  # inside a timed call: record only, never add work (no fences, no copies)
+        self.timed = timed  # a call recorded for timing: record only, never add work (no fences, no copies)
+        self.tape = tape  # the call's tape (autograder/tape.py), or None for calls nobody replays
         self.refused = refused  # ops the grader allows elsewhere that this assignment refuses (a transpose's copies)
         self.fences: list[tuple] = []
         self.forbidden: list[str] = []
@@ -84,6 +79,7 @@ class _Watch:
         self.other_stream = 0  # launches on any other stream
         self.scalar_reads = 0
         self.in_triton = 0  # > 0 while Triton's own machinery (a launch, the autotuner) runs
+        self.benchmarking = 0  # > 0 while the autotuner benchmarks configs: those launches are not the call's
 
     def saw_op(self, func: Any, args: Any = (), out: Any = None) -> None:
         name = _op_name(func)
@@ -184,7 +180,8 @@ _WATCH: _Watch | None = None
 
 
 def _install_launch_hooks() -> None:
-    """Count launches of Triton kernels, compiled or interpreted, and keep our op recorder out of them."""
+    """Count and record launches of Triton kernels, compiled or interpreted, and keep the op recorder out
+    of Triton's own machinery (its launcher's tensor bookkeeping, the autotuner's benchmarking)."""
     from torch.utils._python_dispatch import _disable_current_modes
     from triton.runtime.jit import JITFunction
 
@@ -202,18 +199,29 @@ def _install_launch_hooks() -> None:
             watch = _WATCH
             if watch is None:
                 return __original(self, *args, **kwargs)
-            if not kwargs.get("warmup", False):
-                watch.saw_launch(getattr(self, "fn", None))
+            fn = getattr(self, "fn", None)
+            launching = not kwargs.get("warmup", False)
+            if launching:
+                watch.saw_launch(fn)
             watch.in_triton += 1
             try:
                 with _disable_current_modes():  # the launcher's own tensor bookkeeping is not the submission's
+                    if launching and watch.tape is not None and not watch.benchmarking:
+                        options = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+                        entry = watch.tape.launch(fn, args, options)
+                        grid = kwargs.get("grid")
+                        if callable(grid):
+                            kwargs["grid"] = GridRecorder(grid, watch.tape, entry)
+                        else:
+                            watch.tape.set_grid(entry, grid)
                     return __original(self, *args, **kwargs)
             finally:
                 watch.in_triton -= 1
 
         cls.run = run
-    # The autotuner's and heuristics' own work (benchmarking configs: events, an L2 flush, quantiles with
-    # torch ops) is Triton's, not the submission's; the launches they make still pass through run above.
+    # The autotuner benchmarks configs with Triton's own tools (events, an L2 flush, quantiles computed with
+    # torch ops): that work is Triton's, not the call's, and its launches are not on the call's tape. What it
+    # does around them (resetting outputs to zero, the chosen config's launch) is recorded like any call.
     from triton.runtime import autotuner
 
     for name in ("Autotuner", "Heuristics"):
@@ -228,12 +236,28 @@ def _install_launch_hooks() -> None:
                 return __original(self, *args, **kwargs)
             watch.in_triton += 1
             try:
-                with _disable_current_modes():
-                    return __original(self, *args, **kwargs)
+                return __original(self, *args, **kwargs)
             finally:
                 watch.in_triton -= 1
 
         cls.run = tuned_run
+    bench = getattr(getattr(autotuner, "Autotuner", None), "_bench", None)
+    if bench is not None:
+
+        def benchmark(self: Any, *args: Any, __original: Any = bench, **kwargs: Any) -> Any:
+            watch = _WATCH
+            if watch is None:
+                return __original(self, *args, **kwargs)
+            watch.in_triton += 1
+            watch.benchmarking += 1
+            try:
+                with _disable_current_modes():
+                    return __original(self, *args, **kwargs)
+            finally:
+                watch.benchmarking -= 1
+                watch.in_triton -= 1
+
+        autotuner.Autotuner._bench = benchmark
 
 
 def _make_recorder() -> Any:
@@ -241,10 +265,15 @@ def _make_recorder() -> Any:
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            out = func(*args, **(kwargs or {}))
-            if _WATCH is not None:
-                _WATCH.saw_op(func, args, out)
-                out = _WATCH.fence(func, out)
+            watch = _WATCH
+            kwargs = kwargs or {}
+            entry = watch.tape.begin_op(func, args, kwargs) if watch is not None and watch.tape is not None else None
+            out = func(*args, **kwargs)
+            if watch is not None:
+                watch.saw_op(func, args, out)
+                out = watch.fence(func, out)
+                if watch.tape is not None:
+                    watch.tape.end_op(entry, out)
             return out
 
     return Recorder()
@@ -461,12 +490,11 @@ class _Session:
     def __init__(self, conn: Connection, slug: str, submission: str, device_name: str) -> None:
         import torch
 
-        from autograder import integrity, timing  # timing binds the CUDA entry points before the submission loads
+        from autograder import integrity
         from autograder.spec import generator
         from autograder.specs import load_spec
 
         self.torch = torch
-        self.timing = timing
         self.generator = generator
         self.spec = load_spec(slug)
         self.spec_module = sys.modules[f"autograder.specs.{slug}"]
@@ -474,7 +502,6 @@ class _Session:
         self.submission_file = os.path.realpath(submission)
         self.slug = slug
         self.memory_limit: int | None = None
-        self.snapshots: dict[int, Any] = {}
         _install_launch_hooks()
         self.recorder = _make_recorder()
         self.guard = integrity.Guard(self.submission_file)
@@ -516,7 +543,7 @@ class _Session:
     def arm(self) -> None:
         """Install the guards and take the snapshot, as the last thing before the submission is imported."""
         watched = self.integrity.watched_objects(self.spec_module, self.spec, {
-            "autograder.worker": sys.modules[__name__], "autograder.timing": self.timing,
+            "autograder.worker": sys.modules[__name__], "autograder.tape": sys.modules[Tape.__module__],
             "autograder.integrity": self.integrity, "Recorder": type(self.recorder),
             "_Watch": _Watch, "JITFunction": sys.modules["triton.runtime.jit"].JITFunction,
             "Autotuner": sys.modules["triton.runtime.autotuner"].Autotuner,
@@ -552,11 +579,12 @@ class _Session:
         self._send_bytes(buf.getvalue())
 
 
-def main(conn: Connection, slug: str, submission: str, device_name: str, log_path: str) -> None:
+def main(conn: Connection, lifeline: Connection, slug: str, submission: str, device_name: str, log_path: str) -> None:
     try:
         os.setsid()  # its own process group: the grader ends everything this process starts
     except OSError:
         pass
+    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     _redirect_output(log_path)
     if device_name == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
@@ -582,7 +610,7 @@ def main(conn: Connection, slug: str, submission: str, device_name: str, log_pat
 
     while True:
         try:
-            request = conn.recv()
+            request = torch.load(io.BytesIO(conn.recv_bytes()), weights_only=True)
         except EOFError:
             return
         if request["op"] == "stop":
@@ -591,18 +619,19 @@ def main(conn: Connection, slug: str, submission: str, device_name: str, log_pat
         if module is None:
             session.send({"status": "error", "message": "kernels.py did not import."}, request_id)
             continue
+        tapes: list[Any] = []
         if request["op"] == "case":
-            reply = _run_case(session, module, request)
-        elif request["op"] == "speed":
-            reply = _run_speed(session, module, request)
-        elif request["op"] == "speed_outputs":
-            reply = {"status": "ok", "outputs": {str(r): session.snapshots.get(r) for r in request["reps"]}}
-            session.snapshots.clear()
+            reply = _run_case(session, module, request, tapes)
+        elif request["op"] == "record":
+            reply = _run_record(session, module, request, tapes)
         else:
             reply = {"status": "error", "message": f"unknown request {request['op']!r}"}
+        session.send(reply, request_id)
+        for tape in tapes:
+            tape.release()  # the storages it kept alive, so that no address was reused while it named them
+        reply = {"restart": reply.get("restart")}
         if session.device.type == "cuda":
             torch.cuda.empty_cache()  # hand freed memory back: the grader computes references on this GPU too
-        session.send(reply, request_id)
         if reply.get("restart"):
             os._exit(3)  # the CUDA context is broken; the grader starts a fresh worker for the next case
 
@@ -629,29 +658,33 @@ def _watch_problems(session: _Session, watch: _Watch) -> dict:
     return {"forbidden_ops": forbidden, "launches": watch.launches, "other_stream": watch.other_stream}
 
 
-def _run_case(session: _Session, module: ModuleType, request: dict) -> dict:
+def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list) -> dict:
     global _WATCH
     torch, spec, device = session.torch, session.spec, session.device
     part = spec.part(request["task"])
     params = request["params"]
     try:
-        inputs = part.make_inputs(params, session.generator(request["seed"], device), device)
+        inputs = part.inputs(params, request["seed"], device)
     except BaseException as exc:  # noqa: BLE001  (e.g. a huge case refused by the memory limit)
         return _failure(session, exc, part.task)
     before = {k: v.clone() for k, v in inputs.items()}
-    watch = _Watch(session.submission_file, refused=spec.forbidden_ops)
+    tape = Tape(CARRIED_BUDGET.get(device.type, CARRIED_BUDGET["cpu"]))
+    tapes.append(tape)
+    watch = _Watch(session.submission_file, refused=spec.forbidden_ops, tape=tape)
     if device.type == "cuda":
         watch.stream = torch.cuda.current_stream().cuda_stream
     try:
         prepared = part.setup(module, inputs, params) if part.setup is not None else {}
     except BaseException as exc:  # noqa: BLE001
         return _failure(session, exc, part.task)
+    prepared_before = {k: torch.Tensor.clone(v) for k, v in prepared.items()}  # what the replay is given
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # torch.empty hands out NaN
     if device.type == "cuda":
         # Blocks the caching allocator hands out next hold NaN too, not a stale answer.
         poison = torch.full((64 << 20,), float("nan"), device=device)
         del poison
+    tape.bind_inputs({**inputs, **prepared})
     _WATCH = watch
     session.guard.in_call = True
     try:
@@ -668,6 +701,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict) -> dict:
         torch.utils.deterministic.fill_uninitialized_memory = False
     if not isinstance(outputs, dict):
         return {"status": "error", "message": f"The spec's call returned {type(outputs).__name__}, not a dict of outputs."}
+    tape.set_outputs(outputs)
     changed = [k for k in inputs if not torch.equal(inputs[k].detach(), before[k])]
     out_of_bounds = watch.broken_fences()
     watch.fences.clear()
@@ -683,102 +717,59 @@ def _run_case(session: _Session, module: ModuleType, request: dict) -> dict:
         "inputs_changed": changed,
         "out_of_bounds": out_of_bounds,
         "output_problem": _exact_types(outputs) or shared_memory(outputs, {**inputs, **prepared}),
+        "tape": tape.data(),
+        "prepared": prepared_before,
     }
 
 
-def _run_speed(session: _Session, module: ModuleType, request: dict) -> dict:
-    """Time the submission against the baseline on new inputs every call; keep every timed output."""
+def _run_record(session: _Session, module: ModuleType, request: dict, tapes: list) -> dict:
+    """For a speed case: warm-up calls (compiling, autotuning), then one call recorded as a timed call
+    would run it (no fences, no NaN poison); the grader's replayer times that call's tape on new inputs."""
     global _WATCH
-    torch, spec, device, timing = session.torch, session.spec, session.device, session.timing
-    params = request["params"]
+    torch, spec, device = session.torch, session.spec, session.device
     sc = spec.speed[request["index"]]
     part = spec.part(request["task"])
     call = sc.call or spec.speed_call
-    baseline = sc.baseline or spec.baseline
-    session.snapshots.clear()
-    recorder = session.recorder
-
-    def make(seed: int) -> dict:
-        inputs = part.make_inputs(params, session.generator(seed, device), device)
-        if part.setup is not None:  # the submission's offline step, outside the timed region
-            inputs = {**inputs, **part.setup(module, inputs, params)}
-        if sc.baseline_setup is not None:  # and the baseline's, for the same reason
-            inputs = {**inputs, **sc.baseline_setup(inputs, params)}
-        return inputs
-
-    try:
-        warm = [make(s) for s in request["warmup_seeds"]]
-    except BaseException as exc:  # noqa: BLE001
-        return _failure(session, exc, request["task"])
-    seeds = request["seeds"]
-    stream = torch.cuda.current_stream().cuda_stream if device.type == "cuda" else None
-    timed = {"no_launch": 0, "other_stream": 0, "forbidden": [], "output_problem": ""}
-    keep_on_device = device.type != "cuda"
-    nan = float("nan")
-
-    def submission(inputs: dict) -> Any:
-        global _WATCH
-        watch = _Watch(session.submission_file, timed=True, refused=spec.forbidden_ops)
-        watch.stream = stream
+    params = request["params"]
+    fixed_seed = request.get("fixed_seed")
+    seeds = list(request["seeds"])
+    tape = Tape(CARRIED_BUDGET.get(device.type, CARRIED_BUDGET["cpu"]))
+    tapes.append(tape)
+    prepared: dict = {}
+    prepared_before: dict = {}
+    result: dict = {"status": "ok"}
+    for i, seed in enumerate(seeds):
+        recording = i == len(seeds) - 1
+        try:
+            inputs = part.inputs(params, seed, device, fixed_seed)
+            if part.setup is not None and not prepared:  # the weights are the same in every call: prepared once
+                prepared = part.setup(module, inputs, params)
+                prepared_before = {k: torch.Tensor.clone(v) for k, v in prepared.items()}
+        except BaseException as exc:  # noqa: BLE001
+            return _failure(session, exc, part.task)
+        watch = _Watch(session.submission_file, timed=True, refused=spec.forbidden_ops, tape=tape if recording else None)
+        watch.stream = torch.cuda.current_stream().cuda_stream if device.type == "cuda" else None
+        call_inputs = {**inputs, **prepared}
+        if recording:
+            tape.bind_inputs(call_inputs)
         _WATCH = watch
         session.guard.in_call = True
         try:
-            with recorder:
-                out = call(module, inputs, params)
+            with session.recorder:
+                out = call(module, call_inputs, params)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+        except BaseException as exc:  # noqa: BLE001
+            return _failure(session, exc, part.task)
         finally:
             _WATCH = None
             session.guard.in_call = False
-        return out, watch
-
-    def baseline_call(inputs: dict) -> Any:
-        return baseline(inputs, params), None
-
-    current: dict[str, Any] = {}
-
-    def timed_inputs(r: int) -> dict:
-        current.clear()  # the previous rep's inputs are dropped before the next are made
-        current["inputs"] = make(seeds[r])
-        return current["inputs"]
-
-    def after(name: str, r: int, result: Any) -> None:
-        """Right after the end event, on the same stream: keep the output, then poison what was returned."""
-        out, watch = result
-        tensors = _tensors_of(out)
-        if name == "submission" and r >= 0:
-            problems = _watch_problems(session, watch)
-            timed["no_launch"] += problems["launches"] == 0
-            timed["other_stream"] += problems["other_stream"]
-            timed["forbidden"] += [f for f in problems["forbidden_ops"] if f not in timed["forbidden"]]
+        if recording:
+            tensors = _tensors_of(out)
             outputs = {"output": tensors[0]} if tensors else {"output": out}
-            problem = _exact_types(outputs) or shared_memory(outputs, current.get("inputs", {}))
-            if problem and not timed["output_problem"]:
-                timed["output_problem"] = problem
-            if tensors and type(tensors[0]) is torch.Tensor and not problem:
-                session.snapshots[r] = torch.Tensor.clone(tensors[0])
-        for t in tensors:
-            # A freed output must not hand the next call an answer: neither the baseline's (the same
-            # inputs' result, when it ran first) nor the submission's own.
-            if type(t) is torch.Tensor and t.is_floating_point() and not shared_memory({"o": t}, current.get("inputs", {})):
-                torch.Tensor.fill_(t, nan)
-
-    def settle(r: int) -> None:
-        """After the synchronize: move kept outputs to host memory once they pass the device budget."""
-        if keep_on_device or r not in session.snapshots:
-            return
-        kept = sum(t.numel() * t.element_size() for t in session.snapshots.values() if t.device.type == "cuda")
-        if kept > CHECKED_OUTPUT_BUDGET:
-            session.snapshots[r] = session.snapshots[r].cpu()
-
-    try:
-        times = timing.time_calls(
-            {"submission": submission, "baseline": baseline_call}, warm, timed_inputs, len(seeds), device,
-            warmup_ms=request.get("warmup_ms", 100.0), min_warmup_calls=request.get("warmup_calls", 10),
-            after=after, settle=settle,
-        )  # fmt: skip
-        copy_gbps = timing.copy_bandwidth_gbps(device) if device.type == "cuda" else 0.0
-    except BaseException as exc:  # noqa: BLE001
-        session.snapshots.clear()
-        return _failure(session, exc, request["task"])
-    finally:
-        current.clear()
-    return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "timed": timed}
+            tape.set_outputs(outputs)
+            result.update(_watch_problems(session, watch))
+            result["output_problem"] = _exact_types(outputs) or shared_memory(outputs, call_inputs)
+    result["tape"] = tape.data()
+    result["prepared"] = prepared_before
+    return result

@@ -5,7 +5,9 @@
 #   OUT=/some/dir bash scripts/gpu_run.sh                      (repository root, on a GPU machine)
 #
 # STAGES picks and orders the stages (default "tune grade bench"; also "stubs": the stubs score zero,
-# "stability": five gradings of each solution's speed cases, "batch": batch grading on one GPU against all).
+# "stability": five gradings of each solution's speed cases, "batch": batch grading on one GPU against all,
+# "cheats": the cheat suite of tests/test_integrity.py graded on this GPU, one line per cheat and assignment in
+# cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt).
 # SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
 # would start past it is listed as not run, so a second call can finish the job (commit the tables from
 # $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
@@ -45,7 +47,30 @@ for stage in $STAGES; do
     bench) run bench 60 python3 -m autograder bench $SLUGS ${BENCH_ARGS:---quick} --out "$W/bench" ;;
     stability) for s in $SLUGS; do run "stability_$s" 60 python3 scripts/stability.py "$s" --runs 5 --out "$W/stability_$s.json"; done ;;
     batch) run batch 120 python3 scripts/batch_throughput.py rmsnorm --out "$W/batch" --students 8 --max-cases 1; rm -rf "$W/batch/class" "$W"/batch/graded_*/work ;;
-    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch"; exit 2 ;;
+    cheats)  # eight graders at once (pytest-xdist), each with its zygote, worker and replayer on the GPU
+      mkdir -p "$W/cheat_report"
+      AUTOGRADER_TEST_DEVICE=cuda AUTOGRADER_CHEAT_REPORT="$W/cheat_report" run cheats 120 \
+        python3 -m pytest tests/test_integrity.py -q -o addopts="" -p no:cacheprovider -n "${JOBS:-8}"
+      tail -1 "$W/cheats.txt"; grep -E "^(FAILED|ERROR)" "$W/cheats.txt" | head -20
+      python3 - "$W" <<'PY'
+import datetime, glob, sys
+import torch, triton
+work = sys.argv[1]
+rows = sorted({tuple(line.rstrip("\n").split("\t")) for f in glob.glob(f"{work}/cheat_report/*.tsv") for line in open(f)},
+              key=lambda r: (r[1], r[0]))
+gpu = open(f"{work}/gpu.txt").read().strip().splitlines()[0]
+with open(f"{work}/cheat_suite.txt", "w") as out:
+    out.write(f"# The cheat suite on {gpu}; torch {torch.__version__}, triton {triton.__version__}; {datetime.date.today()}\n")
+    out.write(f"# pytest: {open(f'{work}/cheats.txt').read().strip().splitlines()[-1]}\n")
+    out.write("# cheat | assignment | graded | status | points | the sentence it got\n")
+    for slug, cheat, kind, status, points, sentence in rows:
+        out.write(f"{cheat} | {slug} | {kind} | {status} | {points} | {sentence}\n")
+    scored = [r[:2] for r in rows if not r[4].startswith("0/")]
+    out.write(f"# {len(rows)} gradings; {len(scored)} scored points\n")
+print(f"cheat suite: {len(rows)} gradings recorded; scored points: {scored}")
+PY
+      rm -rf "$W/cheat_report"; pack ;;
+    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats"; exit 2 ;;
   esac
 done
 pack

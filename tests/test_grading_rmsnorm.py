@@ -103,8 +103,8 @@ MISBEHAVING = {
     "misbehave_exit": ("(3x100) float32 eps=1e-06", "error", "Your code called sys.exit(0) during the call"),
     "misbehave_os_exit": ("(5x300) float32 eps=0.1", "error", "exited with code 0"),
     "misbehave_segfault": ("(7x1000) float32 eps=1e-06", "error", "crashed with SIGSEGV"),
-    "misbehave_hang": ("(2x5x129) float32 eps=1e-05", "timeout", "took longer than 8 s"),
 }
+HANG = "(2x5x129) float32 eps=1e-05"  # where misbehave_hang loops forever, in the forward and the backward
 
 
 @pytest.mark.parametrize("name", list(MISBEHAVING))
@@ -115,6 +115,22 @@ def test_misbehaviour_costs_that_case_and_grading_goes_on(name: str) -> None:
     others = {k: v for k, v in results.items() if k != bad_case}
     assert all(s == "passed" for s, _ in others.values()), others
     assert graded(sub(name), timeout=8.0).score(False) == pytest.approx(60 * 8 / 9)
+
+
+def test_a_hung_kernel_costs_one_time_limit_and_the_rest_of_its_part_is_not_run() -> None:
+    result = graded(sub("misbehave_hang"), timeout=8.0)
+    forward = list(cases(result).items())
+    names = [name for name, _ in forward]
+    hung = names.index(HANG)
+    assert [s for _, (s, _) in forward[:hung]] == ["passed"] * hung  # before it: graded as usual
+    assert forward[hung][1][0] == "timeout" and "took longer than 8 s" in forward[hung][1][1], forward[hung]
+    for name, (status, message) in forward[hung + 1 :]:  # after it: reported at once, not run
+        assert status == "skipped" and f"Not run: case {HANG} ran out of time" in message, (name, message)
+    assert result.score(False) == pytest.approx(60 * hung / 9)
+    # The backward calls the same forward and hangs too: once something hung, a case gets a quarter of the limit.
+    backward = cases(result, BACKWARD)
+    assert backward[HANG][0] == "timeout" and "took longer than 2 s" in backward[HANG][1], backward[HANG]
+    assert sum(c.seconds for c in result.cases) < 30.0  # two limits (8 + 2 s) and the rest; one per case would be 56 s
 
 
 BAD = {

@@ -5,13 +5,18 @@ honest solution and honest variants pass every defence.
 To cover a new assignment, add one `Adaptor` line to ADAPTORS (its slug, one small CPU case, a small
 shape for its first speed case, and a PyTorch function per API name). Each cheat is graded on that one
 case (and, for the timing cheats, on the small speed case, timed on the CPU). The cheats whose defence
-depends on the assignment's call and outputs run for every assignment (about 30 s each here); those
-whose defence lives wholly in the worker run on the first assignment only.
+depends on the assignment's call and outputs, and every attack on the worker's records, run for every
+assignment (about a second each here, the worker forked by the zygote); those whose defence lives
+wholly in the worker run on the first assignment only.
+
+On a GPU: AUTOGRADER_TEST_DEVICE=cuda grades the same small cases on the GPU, and
+AUTOGRADER_CHEAT_REPORT=DIR writes what each cheat got there (the "cheats" stage of scripts/gpu_run.sh runs both).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +33,8 @@ from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
 CHEATS = SUBMISSIONS / "cheats"
 REPS = 4  # timed calls per speed case in these tests: each checked, each on new inputs
+DEVICE = os.environ.get("AUTOGRADER_TEST_DEVICE", "cpu")  # cuda: the same small cases, graded on the GPU
+REPORT = os.environ.get("AUTOGRADER_CHEAT_REPORT", "")  # a folder: one line per cheat graded, for the record
 
 
 @dataclass(frozen=True)
@@ -74,17 +81,38 @@ def test_every_assignment_has_an_adaptor() -> None:
     assert sorted(BY_SLUG) == sorted(SLUGS), "add an Adaptor line for each assignment in ADAPTORS"
 
 
+# The sentence of the replay: the call's launches, replayed on new inputs, did not give the answer.
+REPLAYED = "replayed by the grader on new inputs"
+
 # cheat -> (when it cheats, the status its case gets, a phrase of the message).
-# "case": the graded correctness call; "speed": the timed calls.
+# "case": the graded correctness call; "speed": the call recorded for timing, and the timed replays.
 CHEAT_RESULTS = {
     "fallback_in_except": ("case", "failed", "computed with PyTorch"),
     "alias_input": ("case", "failed", "shares memory with the input"),
     "partial_write": ("case", "failed", "elements are NaN"),
     "edit_inputs": ("case", "failed", "changed its input"),
     "lazy_subclass": ("case", "failed", "a subclass of torch.Tensor"),
-    "cache_by_shape": ("speed", "failed", "timed calls launched none of your Triton kernels"),
+    "cache_by_shape": ("speed", "failed", "launched none of your Triton kernels"),
     "replay_after_warmup": ("speed", "failed", "The output of timed call"),
     "branch_on_timing": ("speed", "failed", "The output of timed call"),
+    # Attacks on the worker's records (issue 15): each switches them off, or forges them, and is stopped by
+    # the replay in the grader's replayer, by a check of the tape as data, or by the audit hook.
+    "frame_walk": ("case", "failed", REPLAYED),
+    "traceback_frames": ("case", "failed", REPLAYED),
+    "generator_frames": ("case", "failed", REPLAYED),
+    "dispatch_mode_stack": ("case", "failed", REPLAYED),
+    "function_globals": ("case", "failed", REPLAYED),
+    "hook_closure": ("case", "failed", REPLAYED),
+    "inspect_stack": ("case", "failed", REPLAYED),
+    "traceback_walk_stack": ("case", "failed", REPLAYED),
+    "profiler_hook": ("case", "error", "installed a profiler hook"),
+    "reimport_worker": ("case", "failed", "computed with PyTorch"),
+    "launcher_window": ("case", "failed", REPLAYED),
+    "stale_buffer": ("case", "failed", REPLAYED),
+    "jit_python_escape": ("case", "failed", "The grader does not run your kernel _escape_kernel"),
+    "smuggled_values": ("case", "failed", REPLAYED),
+    "forged_tape": ("case", "failed", REPLAYED),
+    "forged_alias": ("case", "failed", "shares memory with the input"),
     # Their defences do not depend on what the assignment computes: graded on the first assignment only.
     "compile_reference": ("case", "failed", "computed with PyTorch"),
     "reenable_compile": ("case", "failed", "switched torch.compile back on"),
@@ -96,7 +124,7 @@ CHEAT_RESULTS = {
     "patch_timers": ("case", "failed", "which the grader relies on"),
     "swap_code": ("case", "error", "replaced `__code__` of synchronize"),
     "endless_loop": ("case", "timeout", "took longer than 3 s"),
-    "huge_allocation": ("case", "error", "tried to allocate 4.0 TiB, more than the"),
+    "huge_allocation": ("case", "error", "tried to allocate 4.0"),  # "4.0 TiB" on a CPU, "4.00 TiB" from CUDA
     "segfault": ("case", "error", "crashed with SIGSEGV"),
     "sys_exit": ("case", "error", "called sys.exit(0)"),
     "os_exit_in_timing": ("speed", "error", "exited with code 0"),
@@ -105,8 +133,18 @@ CHEAT_RESULTS = {
 # assignment refuses every PyTorch copy, so the partial write (a copy of half the answer) never gets
 # as far as the NaN check.
 CAUGHT_EARLIER = {("coalescing", "partial_write"): "computed with PyTorch (aten.copy_)"}
+# On a GPU some cheats fail earlier, with another sentence: a CUDA tensor has no .numpy(), and Triton's
+# compiler refuses a kernel that calls a Python function before the replay ever sees it.
+ON_A_GPU = {
+    "host_compute": ("case", "error", "numpy"),
+    "jit_python_escape": ("case", "error", "Triton could not run your kernel"),
+}
+RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatch_mode_stack", "function_globals",
+                  "hook_closure", "inspect_stack", "traceback_walk_stack", "profiler_hook", "reimport_worker",
+                  "launcher_window", "stale_buffer", "jit_python_escape", "smuggled_values", "forged_tape",
+                  "forged_alias"]  # fmt: skip
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
-                  "cache_by_shape", "replay_after_warmup", "branch_on_timing"]  # fmt: skip
+                  "cache_by_shape", "replay_after_warmup", "branch_on_timing", *RECORD_ATTACKS]  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
 MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT] if COVERED else []
 
@@ -134,8 +172,8 @@ def graded(slug: str, path: Path, speed: bool, timeout: float = 60.0) -> Assignm
         adaptor = BY_SLUG[slug]
         task = adaptor.task or load_spec(slug).parts[0].task
         selection = Selection(tasks={task}, names={adaptor.case}, speed=speed, max_speed_cases=1 if speed else 0,
-                              speed_params=adaptor.speed)  # fmt: skip
-        _cache[key] = grade_assignment(slug, path, "cpu", seed=SEED, timeout=timeout, reps=REPS, selection=selection,
+                              speed_params=adaptor.speed, case_tier="cpu")  # fmt: skip
+        _cache[key] = grade_assignment(slug, path, DEVICE, seed=SEED, timeout=timeout, reps=REPS, selection=selection,
                                        import_timeout=120.0)  # fmt: skip
     return _cache[key]
 
@@ -165,19 +203,30 @@ def test_every_cheat_file_is_in_the_table() -> None:
     assert on_disk == set(CHEAT_RESULTS) | {"cache_by_content", "cache_by_data_ptr", "write_results"}
 
 
+def _report(slug: str, cheat: str, case: CaseResult) -> None:
+    """One line of the record a GPU run leaves (results/<gpu>/cheat_suite.txt is made from these)."""
+    if not REPORT:
+        return
+    first = case.message.splitlines()[0] if case.message else ""
+    with open(Path(REPORT) / f"cheat_suite.{os.getpid()}.tsv", "a") as f:
+        f.write(f"{slug}\t{cheat}\t{case.kind}\t{case.status}\t{case.score:g}/{case.max_score:g}\t{first}\n")
+
+
 @pytest.mark.parametrize(("slug", "cheat"), MATRIX)
 def test_cheat_fails_with_the_sentence_that_names_its_defence(slug: str, cheat: str, cheat_root: Path) -> None:
-    phase, status, phrase = CHEAT_RESULTS[cheat]
+    phase, status, phrase = (ON_A_GPU if DEVICE == "cuda" else {}).get(cheat, CHEAT_RESULTS[cheat])
     phrase = CAUGHT_EARLIER.get((slug, cheat), phrase)
     result = graded_cheat(slug, cheat, cheat_root)
     correctness = one(result, "correctness")
     if phase == "case":
+        _report(slug, cheat, correctness)
         assert (correctness.status, correctness.score) == (status, 0.0), correctness
         assert phrase in correctness.message, correctness.message
         assert "Traceback" not in correctness.message
     else:
-        assert correctness.status == "passed", correctness  # it behaves while it is being checked ...
         timed = one(result, "speed")
+        _report(slug, cheat, timed)
+        assert correctness.status == "passed", correctness  # it behaves while it is being checked ...
         assert (timed.status, timed.score) == (status, 0.0), timed  # ... and is caught when it is timed
         assert phrase in timed.message, timed.message
 
@@ -219,9 +268,10 @@ def test_an_address_cache_is_caught_whenever_it_hits(slug: str, cheat_root: Path
         _timing_message_only(timed)
 
 
-# Honest variants of the RMSNorm forward, shaped nothing like the solution: each passes odd sizes and
-# is timed without a word from any defence.
-HONEST_RMSNORM = ["honest_autotuned", "honest_reversed_order", "honest_inplace_own_output", "correct_minimal"]
+# Honest variants of the RMSNorm forward, shaped nothing like the solution (one logs, warns, asserts and
+# keeps a buffer across calls): each passes odd sizes and is timed without a word from any defence.
+HONEST_RMSNORM = ["honest_autotuned", "honest_reversed_order", "honest_inplace_own_output", "honest_logging",
+                  "correct_minimal"]  # fmt: skip
 
 
 @pytest.mark.skipif("rmsnorm" not in SLUGS, reason="no rmsnorm spec")
@@ -229,8 +279,8 @@ HONEST_RMSNORM = ["honest_autotuned", "honest_reversed_order", "honest_inplace_o
 def test_honest_rmsnorm_variants_pass_every_defence(name: str) -> None:
     selection = Selection(tasks={"rmsnorm.forward"}, names={"(3x100) float32 eps=1e-06", "(2x5x129) float32 eps=1e-05",
                           "(9x96) float32 eps=1e-05 scale=0.001"}, speed=True, max_speed_cases=1,
-                          speed_params={"shape": [5, 300], "dtype": "float32"})  # fmt: skip
-    result = grade_assignment("rmsnorm", SUBMISSIONS / "rmsnorm" / f"{name}.py", "cpu", seed=SEED, timeout=120.0,
+                          speed_params={"shape": [5, 300], "dtype": "float32"}, case_tier="cpu")  # fmt: skip
+    result = grade_assignment("rmsnorm", SUBMISSIONS / "rmsnorm" / f"{name}.py", DEVICE, seed=SEED, timeout=120.0,
                               reps=REPS, selection=selection)  # fmt: skip
     cases = [c for c in result.cases if c.kind == "correctness"]
     assert len(cases) == 3 and all(c.status == "passed" for c in cases), [(c.name, c.message) for c in cases]

@@ -245,7 +245,7 @@ ASSIGNMENT = Assignment(
         Part(W8, "W8A16: int8 weights, per-channel scales", 30, make_w8_inputs, call_w8, reference_w8,
              _cases(CPU_W8, GPU_W8), TOLERANCES),
         Part(W4, "W4A16: packed 4-bit weights, group-wise scales", 40, make_w4_inputs, call_w4, reference_w4,
-             _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4),
+             _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4, setup_reads=("w_packed", "scales")),
     ],  # fmt: skip
     speed=[
         # Full points sit about 12-15% below the reference solution's speed-up in five gradings on an H200

@@ -1,0 +1,421 @@
+"""The submission's kernels, read from its source text without running it.
+
+The replayer never imports kernels.py. It parses the text the grader read before the worker started,
+and takes from it the module-level `@triton.jit` functions (keyword arguments of the decorator only
+when they are literals; `@triton.autotune` and `@triton.heuristics` are dropped, since the tape holds
+the configuration each launch used) and the constant globals they use (`NAME = tl.constexpr(...)` or a
+plain literal, evaluated here by a small evaluator, never by Python).
+
+Compiling a kernel runs Python: Triton's code generator calls ordinary Python functions it meets,
+and under the CPU interpreter a kernel body *is* Python. So every function taken is first checked
+against what a Triton kernel needs (`check_function`): names that are its parameters, its locals,
+the other kernels, the constants, `tl` and a few builtins; attributes that are Triton's (no name
+starting with an underscore, module attributes only inside triton.language or math); no imports,
+nested functions, lambdas, comprehensions, `with`, `try`, `global`, assignments to attributes. A
+function that fails is kept out of the namespace with the reason, and a launch of it is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import math
+import operator
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Builtins Triton's code generator accepts in a kernel (print becomes device_print; min, max its own).
+KERNEL_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "print", "True", "False", "None"})
+_REFUSED_NODES: dict[type, str] = {
+    ast.Import: "an import", ast.ImportFrom: "an import", ast.Lambda: "a lambda", ast.FunctionDef: "a nested function",
+    ast.AsyncFunctionDef: "a nested function", ast.ClassDef: "a class", ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
+    ast.With: "`with`", ast.AsyncWith: "`with`", ast.Try: "`try`", ast.Raise: "`raise`", ast.Delete: "`del`",
+    ast.Yield: "`yield`", ast.YieldFrom: "`yield`", ast.Await: "`await`", ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension", ast.DictComp: "a comprehension", ast.GeneratorExp: "a generator expression",
+    ast.Dict: "a dict", ast.Set: "a set", ast.NamedExpr: "`:=`", ast.Starred: None,
+}  # fmt: skip
+if hasattr(ast, "TryStar"):
+    _REFUSED_NODES[ast.TryStar] = "`try`"
+if hasattr(ast, "Match"):
+    _REFUSED_NODES[ast.Match] = "`match`"
+_REFUSED_NODES = {k: v for k, v in _REFUSED_NODES.items() if v is not None}
+_SAFE_MODULE_PREFIXES = ("triton.language", "math")
+
+
+class NotAKernel(Exception):
+    """Why a function of kernels.py cannot be replayed, as a sentence fragment."""
+
+
+@dataclass
+class Kernels:
+    """What the replayer takes from kernels.py: the functions, and why the others were left out."""
+
+    filename: str
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)  # name -> its def, decorators removed
+    jit_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # name -> why it cannot be replayed
+    constants: dict[str, Any] = field(default_factory=dict)
+    modules: dict[str, Any] = field(default_factory=dict)  # alias -> module or object, from the imports
+    source: str = ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading the source
+# --------------------------------------------------------------------------------------------------
+
+
+def read(source: str, filename: str) -> Kernels:
+    """Parse kernels.py's text; SyntaxError propagates (the worker reports it better)."""
+    tree = ast.parse(source, filename=filename)
+    found = Kernels(filename=filename, source=source)
+    assignments: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _note_import(node, found.modules)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assignments[node.targets[0].id] = node.value
+            found.functions.pop(node.targets[0].id, None)  # a later binding hides an earlier kernel
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            assignments[node.target.id] = node.value
+            found.functions.pop(node.target.id, None)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            assignments.pop(node.name, None)
+            found.functions.pop(node.name, None)
+            found.refused.pop(node.name, None)
+            jit = _jit_decorator(node)
+            if jit is None:
+                continue
+            options, problem = _literal_options(jit)
+            if problem:
+                found.refused[node.name] = problem
+                continue
+            plain = ast.FunctionDef(name=node.name, args=node.args, body=node.body, decorator_list=[],
+                                    returns=node.returns, type_comment=None, **_positions(node))  # fmt: skip
+            if sys.version_info >= (3, 12):
+                plain.type_params = []
+            found.functions[node.name] = plain
+            found.jit_options[node.name] = options
+        elif isinstance(node, ast.ClassDef):
+            assignments.pop(node.name, None)
+            found.functions.pop(node.name, None)
+    # Constants: evaluated lazily, in source order, by the small evaluator below (never by Python).
+    for name, expr in assignments.items():
+        try:
+            found.constants[name] = _evaluate(expr, {**found.modules, **found.constants})
+        except NotAKernel:
+            pass
+    return found
+
+
+def _positions(node: ast.AST) -> dict:
+    return {k: getattr(node, k) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset") if hasattr(node, k)}
+
+
+def _note_import(node: ast.stmt, modules: dict[str, Any]) -> None:
+    """Bind the aliases kernels.py gives triton.language, its submodules and math (the only ones a kernel needs)."""
+    import importlib
+
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name == "math" or alias.name == "triton" or alias.name.startswith("triton.language"):
+                try:
+                    module = importlib.import_module(alias.name)
+                except ImportError:
+                    continue
+                if alias.asname:
+                    modules[alias.asname] = module
+                else:
+                    top = alias.name.split(".")[0]
+                    modules[top] = importlib.import_module(top)
+    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if not (node.module == "triton" or node.module.startswith("triton.language") or node.module == "math"):
+            return
+        try:
+            module = importlib.import_module(node.module)
+        except ImportError:
+            return
+        for alias in node.names:
+            value = getattr(module, alias.name, None)
+            if value is None:
+                try:
+                    value = importlib.import_module(f"{node.module}.{alias.name}")
+                except ImportError:
+                    continue
+            if _safe_object(value):
+                modules[alias.asname or alias.name] = value
+
+
+def _jit_decorator(node: ast.FunctionDef) -> ast.expr | None:
+    """The `triton.jit` decorator of a function (others, autotune and heuristics, are dropped), or None."""
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if (isinstance(target, ast.Name) and target.id == "jit") or (isinstance(target, ast.Attribute) and target.attr == "jit"):
+            return deco
+    return None
+
+
+def _literal_options(deco: ast.expr) -> tuple[dict[str, Any], str]:
+    if not isinstance(deco, ast.Call):
+        return {}, ""
+    if deco.args:
+        return {}, "its @triton.jit decorator takes positional arguments"
+    options = {}
+    for kw in deco.keywords:
+        try:
+            options[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            return {}, f"its @triton.jit argument `{kw.arg}` is not a literal"
+    return options, ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Constants: a small evaluator for numbers, strings, tuples and Triton dtypes
+# --------------------------------------------------------------------------------------------------
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
+}  # fmt: skip
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+                                            ast.Not: operator.not_}  # fmt: skip
+_CONSTANT_CALLS = {"int": int, "float": float, "min": min, "max": max, "abs": abs, "round": round}
+
+
+def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
+    """The value of a constant expression; NotAKernel for anything else. No Python code is run."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (int, float, str, bool)) or node.value is None:
+            return node.value
+        raise NotAKernel("a constant of an unsupported type")
+    if isinstance(node, ast.Tuple):
+        return tuple(_evaluate(e, env) for e in node.elts)
+    if isinstance(node, ast.Name):
+        if node.id in env and _plain_value(env[node.id]):
+            return env[node.id]
+        raise NotAKernel(f"`{node.id}`")
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _checked(_UNARY[type(node.op)](_evaluate(node.operand, env)))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _evaluate(node.left, env), _evaluate(node.right, env)
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(right, (int, float)) and abs(right) > 1024:
+            raise NotAKernel("an exponent too large")
+        if isinstance(node.op, ast.Mult) and any(isinstance(v, (str, tuple)) for v in (left, right)):
+            count = right if isinstance(left, (str, tuple)) else left
+            if not isinstance(count, int) or abs(count) > 1024:
+                raise NotAKernel("a repetition too long")
+        return _checked(_BINARY[type(node.op)](left, right))
+    if isinstance(node, ast.Attribute):
+        value = _resolve_attribute(node, env)
+        if _plain_value(value):
+            return value
+        raise NotAKernel(f"`{ast.unparse(node)}`")
+    if isinstance(node, ast.Call) and not node.keywords:
+        args = [_evaluate(a, env) for a in node.args]
+        if isinstance(node.func, ast.Name) and node.func.id in _CONSTANT_CALLS:
+            return _checked(_CONSTANT_CALLS[node.func.id](*args))
+        if isinstance(node.func, ast.Attribute):
+            fn = _resolve_attribute(node.func, env)
+            import triton.language as tl
+
+            if fn is tl.constexpr and len(args) == 1:
+                return tl.constexpr(args[0])
+            if getattr(fn, "__module__", None) == "math" or fn in vars(math).values():
+                return _checked(fn(*args))
+    raise NotAKernel(f"`{ast.unparse(node)}`")
+
+
+def _checked(value: Any) -> Any:
+    if isinstance(value, int) and abs(value) > 1 << 256:
+        raise NotAKernel("an integer too large")
+    if isinstance(value, str) and len(value) > 10_000:
+        raise NotAKernel("a string too long")
+    return value
+
+
+def _plain_value(value: Any) -> bool:
+    import triton.language as tl
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, tuple):
+        return all(_plain_value(v) for v in value)
+    if isinstance(value, tl.constexpr):
+        return _plain_value(value.value)
+    return isinstance(value, tl.dtype)
+
+
+def _resolve_attribute(node: ast.Attribute, env: dict[str, Any]) -> Any:
+    """Follow `a.b.c` from a module alias; only into triton.language, its submodules and math."""
+    chain: list[str] = []
+    current: ast.expr = node
+    while isinstance(current, ast.Attribute):
+        chain.append(current.attr)
+        current = current.value
+    if not isinstance(current, ast.Name) or current.id not in env:
+        raise NotAKernel(f"`{ast.unparse(node)}`")
+    value = env[current.id]
+    for attr in reversed(chain):
+        if attr.startswith("_") or not isinstance(value, types.ModuleType):
+            raise NotAKernel(f"`{ast.unparse(node)}`")
+        if value.__name__ == "triton" and attr not in ("language", "cdiv", "next_power_of_2"):
+            raise NotAKernel(f"`{ast.unparse(node)}`")
+        try:
+            value = getattr(value, attr)
+        except AttributeError:
+            raise NotAKernel(f"`{ast.unparse(node)}`") from None
+    if not _safe_object(value):
+        raise NotAKernel(f"`{ast.unparse(node)}`")
+    return value
+
+
+def _safe_object(value: Any) -> bool:
+    """Something a kernel may name: triton.language and its parts, math, a number, a Triton dtype."""
+    import triton
+
+    if isinstance(value, types.ModuleType):
+        return value.__name__ == "triton" or value.__name__.startswith(_SAFE_MODULE_PREFIXES)
+    if value is triton.cdiv or value is triton.next_power_of_2:
+        return True
+    if _plain_value(value):
+        return True
+    module = getattr(value, "__module__", None) or ""
+    if module.startswith(_SAFE_MODULE_PREFIXES):
+        return True
+    wrapped = getattr(value, "fn", None)  # Triton's own @jit functions (tl.sum, tl.zeros ...), compiled or interpreted
+    if isinstance(wrapped, types.FunctionType) and (wrapped.__module__ or "").startswith("triton.language"):
+        return True
+    return isinstance(value, types.BuiltinFunctionType) and value in vars(math).values()
+
+
+# --------------------------------------------------------------------------------------------------
+# Checking a kernel's body
+# --------------------------------------------------------------------------------------------------
+
+
+def _value_attributes() -> frozenset[str]:
+    """Attributes a kernel may read on a Triton value (a tensor, a dtype, a descriptor, a constexpr)."""
+    import triton.language as tl
+
+    classes = [tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr]
+    for name in ("tensor_descriptor", "tensor_descriptor_base", "tuple", "block_type"):
+        cls = getattr(tl, name, None) or getattr(getattr(tl, "core", None), name, None)
+        if isinstance(cls, type):
+            classes.append(cls)
+    names = {n for cls in classes for n in dir(cls) if not n.startswith("_")}
+    names |= {"dtype", "shape", "numel", "type", "element_ty", "primitive_bitwidth", "value", "block_shape", "strides",
+              "name", "T", "int_bitwidth", "fp_mantissa_width", "exponent_bias", "load", "store", "base"}  # fmt: skip
+    return frozenset(names - {"handle", "to_ir", "codegen_name", "mangle", "cache_key_part"})
+
+
+def check_function(fn: ast.FunctionDef, kernels: Kernels) -> None:
+    """Raise NotAKernel when the body uses anything a Triton kernel cannot (see the module's docstring)."""
+    allowed_attributes = _value_attributes()
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    if fn.args.vararg or fn.args.kwarg:
+        raise NotAKernel("it takes *args or **kwargs")
+    for default in fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]:
+        try:
+            _evaluate(default, {**kernels.modules, **kernels.constants})
+        except NotAKernel as exc:
+            raise NotAKernel(f"a default value, {exc}, is not a constant") from None
+    local = set(params)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+    known = local | set(kernels.functions) | set(kernels.constants) | set(kernels.modules) | KERNEL_BUILTINS
+    for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+        kind = _REFUSED_NODES.get(type(node))
+        if kind:
+            raise NotAKernel(f"it uses {kind} (line {getattr(node, 'lineno', '?')})")
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id not in known or (node.id.startswith("__") and node.id.endswith("__")):
+                raise NotAKernel(
+                    f"it uses `{node.id}` (line {node.lineno}), which is neither one of its arguments or variables, "
+                    "another @triton.jit function of kernels.py, a constant (NAME = tl.constexpr(...)), nor part of "
+                    "triton.language"
+                )
+            if node.id in kernels.refused:
+                raise NotAKernel(f"it calls {node.id}, which cannot be replayed: {kernels.refused[node.id]}")
+        elif isinstance(node, ast.Attribute):
+            if not isinstance(node.ctx, ast.Load):
+                raise NotAKernel(f"it assigns to an attribute (line {node.lineno})")
+            if node.attr.startswith("_"):
+                raise NotAKernel(f"it reads `{ast.unparse(node)}` (line {node.lineno})")
+            root = _root_name(node)
+            if root is not None and root in kernels.modules and root not in local:
+                try:
+                    _resolve_attribute(node, kernels.modules)
+                except NotAKernel:
+                    raise NotAKernel(f"it reads `{ast.unparse(node)}` (line {node.lineno}), which is not part of triton.language") from None
+            elif node.attr not in allowed_attributes:
+                raise NotAKernel(f"it reads `.{node.attr}` (line {node.lineno}), which is not an attribute of a Triton value")
+
+
+def _root_name(node: ast.Attribute) -> str | None:
+    current: ast.expr = node
+    while isinstance(current, ast.Attribute):
+        current = current.value
+    return current.id if isinstance(current, ast.Name) else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Building the functions
+# --------------------------------------------------------------------------------------------------
+
+
+def check(kernels: Kernels) -> None:
+    """Move every function that fails check_function, or calls one that does, into kernels.refused."""
+    for name, fn in list(kernels.functions.items()):
+        if name in kernels.refused:
+            continue
+        try:
+            check_function(fn, kernels)
+        except NotAKernel as exc:
+            kernels.refused[name] = str(exc)
+    changed = True
+    while changed:  # a kernel that calls a refused one is refused too
+        changed = False
+        for name, fn in kernels.functions.items():
+            if name in kernels.refused:
+                continue
+            called = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} & set(kernels.refused))
+            if called:
+                kernels.refused[name] = f"it calls {called[0]}, which cannot be replayed: {kernels.refused[called[0]]}"
+                changed = True
+
+
+def build(kernels: Kernels, interpret: bool) -> dict[str, Any]:
+    """name -> each checked function as Triton makes it: an InterpretedFunction under the interpreter, a
+    JITFunction otherwise (also under the interpreter, for the compile check). Each call makes a namespace
+    of its own, holding only the kernels, the constants and the module aliases."""
+    import __future__
+    import builtins
+
+    from triton.runtime.jit import JITFunction
+
+    good = {n: f for n, f in kernels.functions.items() if n not in kernels.refused}
+    lines = kernels.source.splitlines(keepends=True)
+    # Triton reads a kernel's source through linecache: it must read the text the grader read, not the file.
+    linecache.cache[kernels.filename] = (len(kernels.source), None, lines, kernels.filename)
+    namespace: dict[str, Any] = {"__name__": "kernels", **kernels.modules, **kernels.constants}
+    # What a kernel may call (KERNEL_BUILTINS), and what a constant default may (_CONSTANT_CALLS).
+    namespace["__builtins__"] = {k: getattr(builtins, k) for k in ("range", "len", "min", "max", "int", "float", "print",
+                                                                    "abs", "round")}  # fmt: skip
+    code = compile(ast.Module(body=list(good.values()), type_ignores=[]), kernels.filename, "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)  # fmt: skip
+    exec(code, namespace)  # only def statements, whose defaults are checked constants and annotations strings
+    wrapped: dict[str, Any] = {}
+    for name in good:
+        options = kernels.jit_options.get(name, {})
+        if interpret:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            wrapped[name] = InterpretedFunction(namespace[name], **options)
+        else:
+            wrapped[name] = JITFunction(namespace[name], **options)
+    namespace.update(wrapped)  # a kernel calls the others through this namespace
+    return wrapped

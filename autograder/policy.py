@@ -1,0 +1,52 @@
+"""Which PyTorch ops a graded call may run besides the submission's Triton kernels.
+
+One policy, read by three processes: the worker's op recorder (the first, friendliest refusal), the
+grader (which checks the call's recorded tape as data) and the replayer (which runs only these ops,
+from PyTorch's own implementations, when it replays a tape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+# Allocation, views, copies and constant fills. Anything else (pow, mean, rsqrt, mm, softmax ...)
+# computes the answer in PyTorch.
+ALLOWED_OPS = frozenset(
+    """
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros full full_like
+    new_full ones ones_like new_ones fill_ zero_ scalar_tensor lift_fresh
+    view _unsafe_view view_as reshape _reshape_alias as_strided expand expand_as t transpose permute
+    unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk flatten unflatten movedim
+    detach alias set_ diagonal unfold
+    copy_ clone _to_copy to contiguous _local_scalar_dense resize_
+    sym_size sym_stride sym_numel sym_storage_offset is_contiguous is_same_size stride size numel dim
+    """.split()
+)
+COPY_OPS = frozenset({"_to_copy", "copy_", "to"})
+SCALAR_READ = "_local_scalar_dense"  # Tensor.item(): a value read into Python
+MAX_SCALAR_READS = 64  # .item() calls per graded call; more is the answer computed in Python, value by value
+
+
+def op_name(qualified: object) -> str:
+    """'mean' for aten.mean.dim (its str is "aten.mean.dim"): the overload is not part of the policy."""
+    parts = str(qualified).split(".")
+    return parts[1] if len(parts) >= 2 else str(qualified)
+
+
+def op_namespace(qualified: object) -> str:
+    return str(qualified).split(".")[0]
+
+
+def is_allowed(qualified: object, refused: Collection[str] = ()) -> bool:
+    """Whether a graded call may run this op: aten's allocation, view and copy ops, less the assignment's refusals."""
+    if op_namespace(qualified) != "aten":
+        return False
+    name = op_name(qualified)
+    if name in refused or name.rstrip("_") in refused:
+        return False
+    return name in ALLOWED_OPS or name.rstrip("_") in ALLOWED_OPS
+
+
+def shown(qualified: object) -> str:
+    """'aten.mean' for aten.mean.dim: how a refusal names an op."""
+    return str(qualified).rsplit(".", 1)[0] if str(qualified).count(".") >= 2 else str(qualified)

@@ -1,0 +1,368 @@
+"""Replaying a tape: the call's recorded ops and launches, run again on the grader's own inputs.
+
+Nothing of the submission runs here but its kernels, rebuilt from its source text
+(autograder/kernel_source.py), and under the CPU interpreter only after they compiled for a GPU
+(autograder/kernel_check.py). PyTorch ops run from PyTorch's own implementations, and only those the
+policy allows. Every tensor of the tape is rebuilt from its reference: a storage of the replay (an
+input, one a replayed op created, or one carried with the tape) viewed at the recorded offset, shape
+and strides.
+
+`bind` makes a replay's storages (outside any timed region); `run` replays the entries and returns
+the outputs the call returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from autograder.policy import SCALAR_READ, is_allowed, op_name, shown
+
+POISON = 0xFF  # a storage the tape never filled: NaN in every float format, -1 in every integer one
+MAX_GRID = 1 << 31
+
+
+class ReplayRefused(Exception):
+    """The tape cannot be replayed, with a sentence that says why."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Memory bounds under the interpreter: a kernel reads and writes only the replay's own storages
+# --------------------------------------------------------------------------------------------------
+
+
+class OutOfBounds(Exception):
+    """A load, store or atomic of an interpreted kernel reached memory outside every storage of the replay."""
+
+
+_BOUNDS: list[Any] = []  # [starts, ends] (sorted numpy arrays of the replay's storages) while a launch runs
+
+
+def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
+    import numpy as np
+
+    if not _BOUNDS:
+        return
+    starts, ends = _BOUNDS
+    addresses = np.asarray(ptrs, dtype=np.uint64)
+    if mask is not None:
+        addresses = addresses[np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)]
+    if addresses.size == 0:
+        return
+    slot = np.searchsorted(starts, addresses, side="right") - 1
+    inside = (slot >= 0) & (addresses + np.uint64(itemsize) <= ends[np.maximum(slot, 0)])
+    if not inside.all():
+        raise OutOfBounds(
+            f"a {what} reached memory outside every tensor of the call ({int((~inside).sum())} element(s)): every "
+            "load and store whose offsets can run past a tensor's end needs a mask"
+        )
+
+
+def install_bounds_checks() -> None:
+    """Wrap the interpreter's memory operations (once per process) with _check_addresses."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder, "_autograder_bounds", False):
+        return
+    load, store = builder.create_masked_load, builder.create_masked_store
+    cas, rmw = builder.create_atomic_cas, builder.create_atomic_rmw
+
+    def size(ptrs: Any) -> int:
+        return interpreter._get_np_dtype(ptrs.get_element_ty()).itemsize
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptrs.data, mask.data, size(ptrs), "load")
+        return load(self, ptrs, mask, *args, **kwargs)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptrs.data, mask.data, size(ptrs), "store")
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptr.data, None, size(ptr), "atomic")
+        return cas(self, ptr, cmp, val, *args, **kwargs)
+
+    def atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_addresses(ptr.data, mask.data, size(ptr), "atomic")
+        return rmw(self, op, ptr, val, mask, *args, **kwargs)
+
+    builder.create_masked_load, builder.create_masked_store = masked_load, masked_store
+    builder.create_atomic_cas, builder.create_atomic_rmw = atomic_cas, atomic_rmw
+    builder._autograder_bounds = True
+
+
+@dataclass
+class State:
+    """One replay's storages (sid -> storage) and the tensor views made from them so far."""
+
+    storages: dict[str, Any] = field(default_factory=dict)
+    views: dict[tuple, torch.Tensor] = field(default_factory=dict)
+
+
+_DTYPES = {str(v).replace("torch.", ""): v for v in vars(torch).values() if isinstance(v, torch.dtype)}
+_LAYOUTS = {str(v).replace("torch.", ""): v for v in vars(torch).values() if isinstance(v, torch.layout)}
+_FORMATS = {str(v).replace("torch.", ""): v for v in vars(torch).values() if isinstance(v, torch.memory_format)}
+
+
+class Replay:
+    """A tape, ready to replay on `device` with `kernels` (name -> launchable kernel)."""
+
+    def __init__(self, tape: dict, kernels: dict[str, Any], refused_kernels: dict[str, str], device: torch.device,
+                 check: Callable[[str, list, dict], str] | None = None, refused_ops: frozenset[str] = frozenset(),
+                 memory_budget: int = 16 << 30, bounds: bool = False) -> None:  # fmt: skip
+        self.tape = tape
+        self.kernels = kernels
+        self.refused_kernels = refused_kernels
+        self.device = device
+        self.check = check
+        self.refused_ops = refused_ops
+        self.memory_budget = memory_budget
+        self.bounds = bounds  # interpreted kernels may touch only the replay's storages (install_bounds_checks)
+        self.storages_info: dict[str, dict] = tape.get("storages", {}) if isinstance(tape.get("storages"), dict) else {}
+        self._ops: dict[str, Any] = {}
+        self._descriptor = _descriptor_type()
+        self._tl_dtypes = _triton_dtypes()
+        self.checked: set[int] = set()
+
+    # -- storages ------------------------------------------------------------------------------
+
+    def _allocate(self, sid: str, state: State) -> Any:
+        info = self.storages_info.get(sid)
+        if not isinstance(info, dict) or not isinstance(info.get("nbytes"), int) or info["nbytes"] < 0:
+            raise ReplayRefused("The record of your call names memory it never describes.")
+        nbytes = info["nbytes"]
+        used = sum(int(s.nbytes()) for s in state.storages.values())
+        if used + nbytes > self.memory_budget:
+            raise ReplayRefused(
+                f"Replaying your call would need more than {self.memory_budget / 2**30:.0f} GiB: its record describes "
+                "more memory than a graded call may use."
+            )
+        storage = torch.full((max(nbytes, 1),), POISON, dtype=torch.uint8, device=self.device).untyped_storage()
+        if nbytes == 0:
+            storage.resize_(0)
+        state.storages[sid] = storage
+        return storage
+
+    def _storage(self, sid: str, state: State) -> Any:
+        storage = state.storages.get(sid)
+        return storage if storage is not None else self._allocate(sid, state)
+
+    def tensor(self, ref: list, state: State) -> torch.Tensor:
+        if not (isinstance(ref, list) and len(ref) == 6):
+            raise ReplayRefused("The record of your call is malformed.")
+        sid, offset, shape, stride, dtype, _device = ref
+        key = (sid, offset, tuple(shape), tuple(stride), dtype)
+        view = state.views.get(key)
+        if view is None:
+            if dtype not in _DTYPES or not isinstance(offset, int) or not all(isinstance(s, int) for s in shape + stride):
+                raise ReplayRefused("The record of your call is malformed.")
+            view = torch.empty(0, dtype=_DTYPES[dtype], device=self.device)
+            try:
+                view.set_(self._storage(str(sid), state), offset, tuple(shape), tuple(stride))
+            except RuntimeError as exc:
+                raise ReplayRefused(f"The record of your call describes a tensor outside its memory ({exc}).") from None
+            state.views[key] = view
+        return view
+
+    def bind(self, inputs: dict[str, torch.Tensor]) -> State:
+        """A fresh state: the inputs at their recorded places, carried buffers as they were, nothing else yet."""
+        state = State()
+        for name, encoded in self.tape.get("inputs", {}).items():
+            given = inputs.get(name)
+            ref = encoded.get("T") if isinstance(encoded, dict) else None
+            if given is None or ref is None:
+                raise ReplayRefused(f"The record of your call names an input `{name}` the call was not given.")
+            sid, offset, shape, stride, dtype, _ = ref
+            if list(given.shape) != list(shape) or str(given.dtype).replace("torch.", "") != dtype:
+                raise ReplayRefused(f"The record of your call gives the input `{name}` another shape or dtype than it has.")
+            storage = torch.Tensor.untyped_storage(given)
+            info = self.storages_info.get(str(sid), {})
+            same_place = (sid not in state.storages and given.storage_offset() == offset and list(given.stride()) == list(stride)
+                          and storage.nbytes() == info.get("nbytes"))  # fmt: skip
+            if same_place:
+                state.storages[str(sid)] = storage
+            else:
+                self.tensor(ref, state).copy_(given)
+        for sid, contents in self.tape.get("carried", {}).items():
+            if not isinstance(contents, torch.Tensor) or contents.dtype != torch.uint8 or contents.dim() != 1:
+                raise ReplayRefused("The record of your call is malformed.")
+            storage = self._allocate(str(sid), state)
+            if contents.numel() != storage.nbytes():
+                raise ReplayRefused("The record of your call is malformed.")
+            if contents.numel():
+                torch.empty(0, dtype=torch.uint8, device=self.device).set_(storage, 0, (contents.numel(),), (1,)).copy_(contents)
+        return state
+
+    # -- values ----------------------------------------------------------------------------------
+
+    def decode(self, value: Any, state: State) -> Any:
+        if value is None or type(value) in (bool, int, float, str):
+            return value
+        if isinstance(value, list):
+            return [self.decode(v, state) for v in value]
+        if not isinstance(value, dict) or len(value) != 1:
+            raise ReplayRefused("The record of your call is malformed.")
+        (kind, inner), = value.items()
+        if kind == "T":
+            return self.tensor(inner, state)
+        if kind == "tuple" and isinstance(inner, list):
+            return tuple(self.decode(v, state) for v in inner)
+        if kind == "S":
+            return self._storage(str(inner), state)
+        if kind == "dtype" and inner in _DTYPES:
+            return _DTYPES[inner]
+        if kind == "device":
+            return self.device
+        if kind == "layout" and inner in _LAYOUTS:
+            return _LAYOUTS[inner]
+        if kind == "memory_format" and inner in _FORMATS:
+            return _FORMATS[inner]
+        if kind == "tl_dtype" and inner in self._tl_dtypes:
+            return self._tl_dtypes[inner]
+        if kind == "desc" and isinstance(inner, dict) and self._descriptor is not None:
+            fields = {k: self.decode(v, state) for k, v in inner.items()}
+            try:
+                return self._descriptor(**fields)
+            except TypeError as exc:
+                raise ReplayRefused(f"The record of your call holds a tensor descriptor this Triton cannot build ({exc}).") from None
+        raise ReplayRefused("The record of your call is malformed.")
+
+    def _bind_out(self, encoded: Any, actual: Any, state: State) -> None:
+        """Place what a replayed op returned where the tape says its new storages were."""
+        if isinstance(encoded, dict) and "T" in encoded:
+            if not isinstance(actual, torch.Tensor):
+                raise ReplayRefused("A PyTorch op of your call returned something else when replayed.")
+            ref = encoded["T"]
+            sid = str(ref[0])
+            if sid in state.storages:
+                return  # a view, or an op that wrote in place
+            info = self.storages_info.get(sid, {})
+            storage = torch.Tensor.untyped_storage(actual)
+            if any(storage._cdata == s._cdata for s in state.storages.values()):
+                # The op returned memory the replay already holds (a view, set_), yet the record calls it new.
+                raise ReplayRefused(
+                    "The record of your call does not match what its operations do (an op said to create new memory "
+                    "returns memory that exists already): the record was changed."
+                )
+            if (actual.storage_offset() == ref[1] and list(actual.stride()) == list(ref[3]) and list(actual.shape) == list(ref[2])
+                    and storage.nbytes() == info.get("nbytes")):  # fmt: skip
+                state.storages[sid] = storage
+            else:  # the worker placed it elsewhere (inside a fence, say): copy it to the recorded place
+                self.tensor(ref, state).copy_(actual)
+        elif isinstance(encoded, dict) and "tuple" in encoded:
+            self._bind_out(encoded["tuple"], list(actual) if isinstance(actual, (tuple, list)) else actual, state)
+        elif isinstance(encoded, list):
+            if not isinstance(actual, (tuple, list)) or len(actual) != len(encoded):
+                raise ReplayRefused("A PyTorch op of your call returned something else when replayed.")
+            for e, a in zip(encoded, actual):
+                self._bind_out(e, a, state)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def _op(self, qualified: str) -> Any:
+        op = self._ops.get(qualified)
+        if op is None:
+            if not is_allowed(qualified, self.refused_ops):
+                raise ReplayRefused(
+                    f"The graded call computed with PyTorch ({shown(qualified)}). Besides your Triton kernels it may only "
+                    "allocate, view and copy tensors: compute the result in your kernel."
+                )
+            parts = qualified.split(".")
+            try:
+                op = getattr(getattr(torch.ops.aten, parts[1]), parts[2] if len(parts) > 2 else "default")
+            except (AttributeError, IndexError):
+                raise ReplayRefused(f"The record of your call names an op PyTorch does not have ({qualified}).") from None
+            self._ops[qualified] = op
+        return op
+
+    def run(self, state: State) -> dict[str, torch.Tensor]:
+        """Replay every entry in order; the outputs the call returned, as the replay made them."""
+        for index, entry in enumerate(self.tape.get("entries", [])):
+            kind = entry.get("kind") if isinstance(entry, dict) else None
+            if kind == "op":
+                qualified = str(entry.get("op", ""))
+                op = self._op(qualified)
+                if op_name(qualified) == SCALAR_READ:
+                    continue  # its value is already in the arguments that used it
+                args = self.decode(entry.get("args", []), state)
+                kwargs = self.decode_kwargs(entry.get("kwargs", {}), state)
+                self._bind_out(entry.get("out"), op(*args, **kwargs), state)
+            elif kind == "launch":
+                self._launch(index, entry, state)
+            else:
+                raise ReplayRefused("The record of your call is malformed.")
+        outputs = {}
+        for name, encoded in self.tape.get("outputs", {}).items():
+            outputs[name] = self.decode(encoded, state)
+        return outputs
+
+    def decode_kwargs(self, kwargs: Any, state: State) -> dict:
+        if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+            raise ReplayRefused("The record of your call is malformed.")
+        return {k: self.decode(v, state) for k, v in kwargs.items()}
+
+    def _launch(self, index: int, entry: dict, state: State) -> None:
+        name = str(entry.get("kernel", "?"))
+        kernel = self.kernels.get(name)
+        if kernel is None:
+            why = self.refused_kernels.get(name)
+            if why:
+                raise ReplayRefused(f"The grader does not run your kernel {name}: {why}. A kernel may use only Triton language.")
+            raise ReplayRefused(
+                f"Your call launched {name}, which is not a @triton.jit function at the top level of kernels.py: the "
+                "grader replays only kernels it can read there."
+            )
+        grid = entry.get("grid")
+        if not (isinstance(grid, list) and 1 <= len(grid) <= 3 and all(isinstance(g, int) and 0 <= g < MAX_GRID for g in grid)):
+            raise ReplayRefused(f"The launch of {name} has a grid the grader cannot replay ({grid!r}).")
+        args = self.decode(entry.get("args", []), state)
+        kwargs = self.decode_kwargs(entry.get("kwargs", {}), state)
+        if self.check is not None and index not in self.checked:
+            problem = self.check(name, args, kwargs)
+            if problem:
+                raise ReplayRefused(
+                    f"Your kernel {name} does not compile for a GPU with the arguments your call gave it, so the grader "
+                    f"does not run it under the interpreter (a kernel body must be Triton language):\n{problem}"
+                )
+            self.checked.add(index)
+        if any(g == 0 for g in grid):
+            return  # an empty grid launches nothing
+        if not self.bounds:  # compiled for a GPU, a kernel reaches only the GPU's memory
+            kernel[tuple(grid)](*args, **kwargs)
+            return
+        import numpy as np
+
+        spans = sorted((s.data_ptr(), s.data_ptr() + s.nbytes()) for s in state.storages.values() if s.nbytes())
+        _BOUNDS[:] = [np.array([a for a, _ in spans], dtype=np.uint64), np.array([b for _, b in spans], dtype=np.uint64)]
+        try:
+            kernel[tuple(grid)](*args, **kwargs)
+        except Exception as exc:
+            cause = exc
+            while cause is not None and not isinstance(cause, OutOfBounds):
+                cause = cause.__cause__ or cause.__context__
+            if cause is None:
+                raise
+            raise ReplayRefused(
+                f"Your kernel {name}, replayed on new inputs, made {cause} (the grader runs kernels only on the "
+                "memory of the call they belong to)."
+            ) from None
+        finally:
+            _BOUNDS.clear()
+
+
+def _descriptor_type() -> Any:
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return None
+    return TensorDescriptor
+
+
+def _triton_dtypes() -> dict[str, Any]:
+    import triton.language as tl
+
+    return {str(v): v for v in vars(tl).values() if isinstance(v, tl.dtype)}

@@ -1,0 +1,234 @@
+"""The replayer process: replays the worker's tapes on new inputs, and times them.
+
+Trusted, and kept that way: it never imports or runs kernels.py. It reads the submission's kernels
+from the source text the grader read before any worker started (autograder/kernel_source.py), builds
+every input itself from the grader's seeds with the spec's own code, and runs a tape's ops from
+PyTorch's implementations and its launches with those kernels (autograder/replay.py). Under the CPU
+interpreter a launch runs only after that exact specialization compiled for a GPU
+(autograder/kernel_check.py).
+
+Requests (from the grader only):
+- "case": replay a correctness call's tape on the inputs of a new seed; reply with the outputs.
+- "time": time a recorded call's tape against the baseline, exactly as autograder/timing.py times
+  anything (new inputs every call, made outside the timed region; L2 flushed; CUDA events; a
+  device-wide synchronize), keeping the outputs of the calls the grader asked for.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from multiprocessing.connection import Connection
+from typing import Any
+
+from autograder.lifecycle import refuse_ptrace, watch_lifeline
+
+GPU_MEMORY_FRACTION = 0.5  # the worker (0.75) and the grader's references share the GPU with it
+HOST_MEMORY_BUDGET = 16 << 30  # address space the replayer may add to what it holds after its imports
+CHECKED_OUTPUT_BUDGET = 8 << 30  # bytes of kept timed outputs left on the GPU; the rest wait in host memory
+
+
+class _Replayer:
+    def __init__(self, slug: str, submission_file: str, source: str, device_name: str) -> None:
+        import torch
+
+        from autograder import kernel_check, kernel_source
+        from autograder.specs import load_spec
+
+        self.torch = torch
+        self.spec = load_spec(slug)
+        self.device = torch.device(device_name)
+        self.interpret = device_name == "cpu"
+        self.submission_file = submission_file
+        self.problem = ""
+        try:
+            self.kernels = kernel_source.read(source, submission_file)
+            kernel_source.check(self.kernels)
+            self.launchable = kernel_source.build(self.kernels, interpret=self.interpret)
+            self.check = kernel_check.CompileCheck(kernel_source.build(self.kernels, interpret=False)).check if self.interpret else None
+            if self.interpret:
+                from autograder.replay import install_bounds_checks
+
+                install_bounds_checks()
+        except SyntaxError:
+            self.problem = "kernels.py has a syntax error, so the grader cannot read its kernels."
+            self.launchable, self.check = {}, None
+
+    def replay(self, tape: dict) -> Any:
+        from autograder.replay import Replay
+
+        return Replay(tape, self.launchable, self.kernels.refused if not self.problem else {}, self.device,
+                      check=self.check, refused_ops=self.spec.forbidden_ops, bounds=self.interpret)  # fmt: skip
+
+    def case(self, request: dict) -> dict:
+        from autograder.replay import ReplayRefused
+
+        torch = self.torch
+        if self.problem:
+            return {"status": "refused", "message": self.problem}
+        part = self.spec.part(request["task"])
+        params = request["params"]
+        inputs = part.inputs(params, request["seed"], self.device, request.get("fixed_seed"))
+        inputs.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True  # fresh memory is NaN, as in the worker
+        try:
+            replay = self.replay(request["tape"])
+            outputs = replay.run(replay.bind(inputs))
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        except ReplayRefused as exc:
+            return {"status": "refused", "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001  (a kernel that fails on new inputs fails its case)
+            return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
+        finally:
+            torch.use_deterministic_algorithms(False)
+            torch.utils.deterministic.fill_uninitialized_memory = False
+        return {"status": "ok", "outputs": {k: v for k, v in outputs.items() if type(v) is torch.Tensor}}
+
+    def time(self, request: dict) -> dict:
+        """Time the tape (as "submission") and the baseline, interleaved, each call on new inputs."""
+        from autograder import timing
+        from autograder.replay import ReplayRefused
+
+        torch, spec, device = self.torch, self.spec, self.device
+        if self.problem:
+            return {"status": "refused", "message": self.problem}
+        sc = spec.speed[request["index"]]
+        part = spec.part(request["task"])
+        params = request["params"]
+        baseline = sc.baseline or spec.baseline
+        fixed_seed = request.get("fixed_seed")
+        prepared = {k: v.to(device) for k, v in request.get("prepared", {}).items()}
+        keep = set(request.get("keep", []))
+        kept: dict[int, Any] = {}
+        try:
+            replay = self.replay(request["tape"])
+        except ReplayRefused as exc:
+            return {"status": "refused", "message": str(exc)}
+        baseline_extra: dict = {}
+
+        def make(seed: int) -> dict:
+            inputs = part.inputs(params, seed, device, fixed_seed)
+            if sc.baseline_setup is not None:  # the baseline's offline step, outside the timed region
+                if fixed_seed is None or not baseline_extra:
+                    baseline_extra.clear()
+                    baseline_extra.update(sc.baseline_setup(inputs, params))
+                inputs.update(baseline_extra)
+            inputs.update(prepared)
+            return {"inputs": inputs, "state": replay.bind(inputs)}
+
+        current: dict[str, Any] = {}
+
+        def submission(arg: dict) -> Any:
+            return replay.run(arg["state"])
+
+        def baseline_call(arg: dict) -> Any:
+            return baseline(arg["inputs"], params)
+
+        def timed_inputs(r: int) -> dict:
+            current.clear()  # the previous rep's inputs are dropped before the next are made
+            current["arg"] = make(request["seeds"][r])
+            return current["arg"]
+
+        nan = float("nan")
+
+        def after(name: str, r: int, result: Any) -> None:
+            """Right after the end event, on the same stream: keep the output, then poison what was returned."""
+            tensors = list(result.values()) if isinstance(result, dict) else [result]
+            tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
+            if name == "submission" and r in keep and tensors:
+                kept[r] = torch.Tensor.clone(tensors[0])
+            for t in tensors:
+                # A freed output must not hand the next call an answer: neither the baseline's nor the replay's.
+                if t.is_floating_point():
+                    t.fill_(nan)
+
+        def settle(r: int) -> None:
+            if device.type != "cuda" or r not in kept:
+                return
+            held = sum(t.numel() * t.element_size() for t in kept.values() if t.device.type == "cuda")
+            if held > CHECKED_OUTPUT_BUDGET:
+                kept[r] = kept[r].cpu()
+
+        try:
+            warm = [make(s) for s in request["warmup_seeds"]]
+            times = timing.time_calls(
+                {"submission": submission, "baseline": baseline_call}, warm, timed_inputs, len(request["seeds"]), device,
+                warmup_ms=request.get("warmup_ms", 100.0), min_warmup_calls=request.get("warmup_calls", 10),
+                after=after, settle=settle,
+            )  # fmt: skip
+            copy_gbps = timing.copy_bandwidth_gbps(device) if device.type == "cuda" else 0.0
+        except ReplayRefused as exc:
+            return {"status": "refused", "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001
+            return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
+        finally:
+            current.clear()
+        return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "outputs": {str(r): t for r, t in kept.items()}}
+
+
+def _first_lines(text: str, n: int = 6) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
+
+
+def _plain(value: Any) -> Any:
+    import torch
+
+    if type(value) is torch.Tensor:
+        return value.detach().cpu().contiguous().clone()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return repr(value)
+
+
+def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str, source: str, device_name: str,
+         log_path: str) -> None:  # fmt: skip
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    watch_lifeline(lifeline)
+    refuse_ptrace()  # no worker (same user) may read or write this process's memory
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)  # a kernel's device_print under the interpreter lands here, not in the grader's output
+    os.dup2(fd, 2)
+    if device_name == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+
+    from autograder.integrity import limit_host_memory
+
+    if device_name == "cuda":
+        index = torch.cuda.current_device()
+        torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
+    else:
+        limit_host_memory(HOST_MEMORY_BUDGET)
+    replayer = _Replayer(slug, submission_file, source, device_name)
+    while True:
+        try:
+            request = torch.load(io.BytesIO(conn.recv_bytes()), weights_only=True)
+        except EOFError:
+            return
+        if request.get("op") == "stop":
+            return
+        if request.get("op") == "case":
+            reply = replayer.case(request)
+        elif request.get("op") == "time":
+            reply = replayer.time(request)
+        else:
+            reply = {"status": "error", "message": f"unknown request {request.get('op')!r}"}
+        reply["id"] = request.get("id")
+        buf = io.BytesIO()
+        torch.save(_plain(reply), buf)
+        conn.send_bytes(buf.getvalue())
+        if device_name == "cuda":
+            torch.cuda.empty_cache()

@@ -1,0 +1,349 @@
+"""The tape: what a graded call did, in order, as plain data the grader can check and replay.
+
+The worker records, during one graded call, every PyTorch op its recorder sees (name with overload,
+arguments) and every Triton launch (which kernel, the grid after evaluation, every argument, the
+constexprs and launch options). A tensor is written as a reference: a storage, an offset, a shape,
+strides and a dtype. A storage is an input of the call, one that a recorded op created, or one the
+call used without creating it (a buffer kept at module level or from an earlier call): the contents of
+the last kind are carried with the tape as they were when the tape first met them.
+
+The tape travels back with the worker's reply and is untrusted: the submission can forge it. The
+grader checks it as data (`problems`) and has it replayed, in a process that runs none of the
+submission's Python, on new inputs the worker never saw (autograder/replay.py). A forged tape that
+replays to the right answer on those inputs is made of the submission's own kernels and allowed ops.
+
+Layout (every key a string, every value plain data or a tensor, as torch.load(weights_only=True) reads):
+
+    {"storages": {sid: {"nbytes": int, "origin": "input" | "created" | "carried", "device": str}},
+     "inputs": {name: ref}, "outputs": {name: ref},
+     "entries": [{"kind": "op", "op": "aten.empty_like.default", "args": [...], "kwargs": {...}, "out": value},
+                 {"kind": "launch", "kernel": qualname, "file": path, "args": [...], "kwargs": {...},
+                  "grid": [g0, g1, g2]}],
+     "carried": {sid: uint8 tensor}, "unrecorded": [sentence, ...]}
+
+A value is encoded as: a tensor {"T": [sid, offset, shape, stride, dtype, device]}, a storage {"S": sid},
+{"dtype": name}, {"device": type}, {"layout": name}, {"memory_format": name}, a Triton dtype
+{"tl_dtype": name}, a host TMA descriptor {"desc": {field: value}}, a tuple {"tuple": [...]}, or a plain
+list, number, string, bool or None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from typing import Any
+
+from autograder.policy import SCALAR_READ, is_allowed, op_name, shown
+
+# Bytes of pre-existing buffers a tape may carry (the course's solutions carry 4 KiB); more on a GPU, where a
+# workspace kept across calls at LLM sizes can be large.
+CARRIED_BUDGET = {"cpu": 256 << 20, "cuda": 2 << 30}
+MAX_ENTRIES = 200_000  # ops and launches per graded call
+
+
+class Unrecordable(Exception):
+    """A value the tape cannot write down (an object standing in for a pointer, a NumPy array ...)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Recording (in the worker)
+# --------------------------------------------------------------------------------------------------
+
+
+class Tape:
+    """Records one graded call. Every storage it meets is kept alive until the call's reply is sent, so
+    that no address is reused for another storage while the tape still names it."""
+
+    def __init__(self, carried_budget: int = CARRIED_BUDGET["cpu"]) -> None:
+        import torch
+
+        self.torch = torch
+        self.entries: list[dict] = []
+        self.storages: dict[str, dict] = {}
+        self.inputs: dict[str, Any] = {}
+        self.outputs: dict[str, Any] = {}
+        self.carried: dict[str, Any] = {}
+        self.unrecorded: list[str] = []
+        self._ids: dict[int, str] = {}  # StorageImpl address -> sid
+        self._alive: list[Any] = []
+        self._carried_bytes = 0
+        self._carried_budget = carried_budget
+        self._desc_type = _tensor_descriptor_type()
+
+    # -- storages and references ---------------------------------------------------------------
+
+    def _sid(self, storage: Any, origin: str, device: str) -> str:
+        key = storage._cdata
+        sid = self._ids.get(key)
+        if sid is None:
+            sid = self._ids[key] = str(len(self._ids))
+            self._alive.append(storage)
+            self.storages[sid] = {"nbytes": int(storage.nbytes()), "origin": origin, "device": device}
+            if origin == "carried":
+                self._carry(sid, storage)
+        return sid
+
+    def _carry(self, sid: str, storage: Any) -> None:
+        torch = self.torch
+        nbytes = int(storage.nbytes())
+        self._carried_bytes += nbytes
+        if self._carried_bytes > self._carried_budget:
+            self._note(
+                f"Your call used {self._carried_bytes / 2**20:,.0f} MiB of memory it did not allocate (buffers kept "
+                "from import or from earlier calls): a graded call may carry at most "
+                f"{self._carried_budget >> 20} MiB of such state."
+            )
+            return
+        view = torch.empty(0, dtype=torch.uint8, device=storage.device)
+        view.set_(storage, 0, (nbytes,), (1,))
+        self.carried[sid] = view.clone()
+
+    def ref(self, t: Any, origin: str = "carried") -> dict:
+        torch = self.torch
+        if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor):
+            raise Unrecordable(type(t).__name__)
+        if t.layout != torch.strided or t.device.type == "meta":
+            raise Unrecordable(f"a {t.layout} tensor on {t.device.type}")
+        storage = torch.Tensor.untyped_storage(t)
+        sid = self._sid(storage, origin, t.device.type)
+        return {"T": [sid, int(torch.Tensor.storage_offset(t)), list(t.shape), list(torch.Tensor.stride(t)),
+                      str(t.dtype).replace("torch.", ""), t.device.type]}  # fmt: skip
+
+    def encode(self, value: Any, origin: str = "carried") -> Any:
+        torch = self.torch
+        if value is None or type(value) in (bool, int, float, str):
+            return value
+        if isinstance(value, torch.Tensor):
+            return self.ref(value, origin)
+        if isinstance(value, (torch.UntypedStorage, torch.TypedStorage)):
+            storage = value.untyped() if isinstance(value, torch.TypedStorage) else value
+            return {"S": self._sid(storage, origin, storage.device.type)}
+        if isinstance(value, torch.dtype):
+            return {"dtype": str(value).replace("torch.", "")}
+        if isinstance(value, torch.device):
+            return {"device": value.type}
+        if isinstance(value, torch.layout):
+            return {"layout": str(value).replace("torch.", "")}
+        if isinstance(value, torch.memory_format):
+            return {"memory_format": str(value).replace("torch.", "")}
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise Unrecordable(type(value).__name__)
+        if isinstance(value, tuple):
+            return {"tuple": [self.encode(v, origin) for v in value]}
+        if isinstance(value, list):
+            return [self.encode(v, origin) for v in value]
+        if self._desc_type is not None and type(value) is self._desc_type:
+            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            return {"desc": {k: self.encode(v, origin) for k, v in fields.items()}}
+        if type(value).__module__.startswith("triton.language") and type(value).__name__ in ("dtype", "pointer_type"):
+            return {"tl_dtype": str(value)}
+        if type(value).__module__.startswith("triton.language") and type(value).__name__ == "constexpr":
+            return self.encode(value.value, origin)
+        if type(value).__name__ in ("int64", "int32", "float64", "float32", "bool_") and hasattr(value, "item"):
+            return value.item()  # a NumPy scalar
+        raise Unrecordable(type(value).__name__)
+
+    def _note(self, sentence: str) -> None:
+        if sentence not in self.unrecorded:
+            self.unrecorded.append(sentence)
+
+    def _full(self) -> bool:
+        if len(self.entries) >= MAX_ENTRIES:
+            self._note(f"Your call ran more than {MAX_ENTRIES:,} PyTorch ops and kernel launches: the grader records at most that many.")
+            return True
+        return False
+
+    # -- what the call did ----------------------------------------------------------------------
+
+    def bind_inputs(self, inputs: dict[str, Any]) -> None:
+        """The tensors the grader hands the call, by name (their storages are the call's inputs)."""
+        for name, value in inputs.items():
+            if isinstance(value, self.torch.Tensor):
+                self.inputs[name] = self.ref(value, "input")
+
+    def begin_op(self, func: Any, args: Any, kwargs: dict) -> dict | None:
+        """Record an op's arguments before it runs (so a buffer it is the first to touch is carried as it was)."""
+        if self._full():
+            return None
+        entry = {"kind": "op", "op": str(func)}
+        try:
+            entry["args"] = self.encode(list(args))
+            entry["kwargs"] = {k: self.encode(v) for k, v in kwargs.items()}
+        except Unrecordable as exc:
+            self._note(f"Your call passed a {exc} to the PyTorch op {shown(func)}, which the grader cannot record.")
+            return None
+        self.entries.append(entry)
+        return entry
+
+    def end_op(self, entry: dict | None, out: Any) -> None:
+        if entry is None:
+            return
+        try:
+            entry["out"] = self.encode(out, origin="created")
+        except Unrecordable as exc:
+            self._note(f"The PyTorch op {shown(entry['op'])} returned a {exc}, which the grader cannot record.")
+
+    def launch(self, fn: Any, args: Any, kwargs: dict) -> dict | None:
+        """Record a Triton launch before it runs; the grid is filled in when Triton evaluates it."""
+        if self._full():
+            return None
+        code = getattr(fn, "__code__", None)
+        entry = {"kind": "launch", "kernel": getattr(fn, "__qualname__", getattr(fn, "__name__", "?")),
+                 "file": code.co_filename if code is not None else "", "grid": None}  # fmt: skip
+        try:
+            entry["args"] = self.encode(list(args))
+            entry["kwargs"] = {k: self.encode(v) for k, v in kwargs.items()}
+        except Unrecordable as exc:
+            self._note(
+                f"Your launch of {entry['kernel']} passed a {exc}, which the grader cannot record: pass tensors, "
+                "numbers and constexprs to a kernel."
+            )
+            return None
+        self.entries.append(entry)
+        return entry
+
+    def set_grid(self, entry: dict | None, grid: Any) -> None:
+        if entry is None:
+            return
+        try:
+            dims = [int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
+        except (TypeError, ValueError):
+            self._note(f"The grid of {entry['kernel']} is not a tuple of integers.")
+            return
+        entry["grid"] = dims
+
+    def set_outputs(self, outputs: dict[str, Any]) -> None:
+        torch = self.torch
+        for name, value in outputs.items():
+            if type(value) is torch.Tensor:
+                try:
+                    self.outputs[name] = self.ref(value, "returned")
+                except Unrecordable:
+                    pass
+
+    def data(self) -> dict:
+        """The tape as plain data (tensors stay tensors; the reply moves them to the CPU)."""
+        return {"storages": self.storages, "inputs": self.inputs, "outputs": self.outputs, "entries": self.entries,
+                "carried": self.carried, "unrecorded": self.unrecorded}  # fmt: skip
+
+    def release(self) -> None:
+        self._alive.clear()
+        self._ids.clear()
+
+
+class GridRecorder:
+    """Stands in for a launch's grid callable: Triton calls it, and the tape keeps what it returned."""
+
+    def __init__(self, grid: Any, tape: Tape, entry: dict | None) -> None:
+        self.grid, self.tape, self.entry = grid, tape, entry
+
+    def __call__(self, meta: Any) -> Any:
+        result = self.grid(meta)
+        self.tape.set_grid(self.entry, result)
+        return result
+
+
+def _tensor_descriptor_type() -> type | None:
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return None
+    return TensorDescriptor
+
+
+# --------------------------------------------------------------------------------------------------
+# Checking (in the grader): the tape is data, and untrusted
+# --------------------------------------------------------------------------------------------------
+
+
+def tensor_refs(value: Any) -> list[list]:
+    """Every tensor reference inside an encoded value."""
+    found: list[list] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if "T" in v and isinstance(v["T"], list):
+                found.append(v["T"])
+            else:
+                stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return found
+
+
+def scalar_reads(tape: dict) -> int:
+    return sum(1 for e in tape.get("entries", []) if e.get("kind") == "op" and op_name(e.get("op", "")) == SCALAR_READ)
+
+
+def problems(tape: Any, submission_file: str, refused: Collection[str] = (), device: str = "cpu", note: str = "") -> str:
+    """The first thing the grader refuses in a tape, as a sentence, or ''.
+
+    The same rules the worker's recorder applies, checked again on the data: only allowed ops, launches
+    only of kernels from kernels.py, at least one of them, no copy from the GPU to the CPU.
+    """
+    if not isinstance(tape, dict) or not isinstance(tape.get("entries"), list):
+        return "The grader received no readable record of your call (something changed what the worker sends back)."
+    if tape.get("unrecorded"):
+        return str(tape["unrecorded"][0])
+    forbidden: list[str] = []
+    launches = 0
+    for entry in tape["entries"]:
+        if not isinstance(entry, dict):
+            return "The record of your call is malformed."
+        if entry.get("kind") == "op":
+            op = str(entry.get("op", ""))
+            if not is_allowed(op, refused):
+                if shown(op) not in forbidden:
+                    forbidden.append(shown(op))
+            elif device == "cuda" and op_name(op) in ("_to_copy", "copy_", "to") and _device_to_host(entry):
+                forbidden.append("a copy from the GPU to the CPU (.cpu(), .to('cpu'), .tolist())")
+        elif entry.get("kind") == "launch":
+            if entry.get("file") != submission_file:
+                where = str(entry.get("file", "")).rsplit("/", 1)[-1] or "elsewhere"
+                forbidden.append(f"the Triton kernel {entry.get('kernel')} from {where}, not from your kernels.py")
+            else:
+                launches += 1
+            if entry.get("grid") is None:
+                return f"The launch of {entry.get('kernel')} in your call has no grid the grader could record."
+        else:
+            return "The record of your call is malformed."
+    if forbidden:
+        return (
+            f"The graded call computed with PyTorch ({', '.join(forbidden[:6])}). Besides your Triton kernels it may only "
+            "allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
+        )
+    if launches == 0:
+        return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
+    return _output_problem(tape)
+
+
+def _output_problem(tape: dict) -> str:
+    """An output the record places in an input's memory (the replay binds inputs by name: their storages are
+    real), or in the same place as another output."""
+    inputs = {str(r[0]): name for name, value in tape.get("inputs", {}).items() for r in tensor_refs(value)}
+    seen: dict[str, str] = {}
+    for name, value in tape.get("outputs", {}).items():
+        refs = tensor_refs(value)
+        if len(refs) != 1:
+            return f"The record of your call does not say where its output `{name}` is."
+        ref = refs[0]
+        if str(ref[0]) in inputs:
+            return (
+                f"`{name}` shares memory with the input `{inputs[str(ref[0])]}`: return a new tensor that your kernel "
+                "writes, not a view of (or the memory of) something the grader gave you."
+            )
+        key = repr(ref)
+        if key in seen:
+            return f"`{name}` is the same memory as the output `{seen[key]}`: each output needs its own tensor."
+        seen[key] = name
+    return ""
+
+
+def _device_to_host(entry: dict) -> bool:
+    refs = tensor_refs(entry.get("args", []))
+    out = tensor_refs(entry.get("out"))
+    devices_in = {r[5] for r in refs if len(r) > 5}
+    if op_name(entry["op"]) == "copy_":
+        return len(refs) >= 2 and refs[0][5] == "cpu" and refs[1][5] == "cuda"
+    return "cuda" in devices_in and any(len(r) > 5 and r[5] == "cpu" for r in out)

@@ -1,0 +1,192 @@
+"""The replay's parts, without a worker: reading kernels from source text, refusing what is not Triton,
+the compile check, and replaying (and refusing) tapes written by hand as a forger would write them."""
+
+from __future__ import annotations
+
+import torch
+import pytest
+
+from autograder import kernel_check, kernel_source
+from autograder import tape as tapes
+from autograder.replay import Replay, ReplayRefused, install_bounds_checks
+from course.env import interpreter_requested
+
+# Replays below run kernels under Triton's interpreter, which must be chosen before triton is imported.
+interpreted = pytest.mark.skipif(not interpreter_requested(), reason="replays under the CPU interpreter")
+
+SOURCE = '''
+import triton
+import triton.language as tl
+from pathlib import Path
+
+open("/nonexistent/side-effect", "w")  # never runs: the source is parsed, not imported
+TABLE = Path(__file__)                  # not a constant: left out
+SCALE = tl.constexpr(2.0)
+HALF = tl.constexpr(SCALE * 0.25)
+BLOCK = 64
+
+
+@triton.jit(do_not_specialize=["n"])
+def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr = 64):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, _twice(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+@triton.jit
+def _twice(v):
+    return v * SCALE
+
+
+@triton.autotune(configs=[], key=["n"])
+@triton.jit
+def tuned(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.zeros([BLOCK], tl.float32) + HALF, mask=tl.arange(0, BLOCK) < n)
+'''
+
+
+def _read(source: str) -> kernel_source.Kernels:
+    kernels = kernel_source.read(source, "/nowhere/kernels.py")
+    kernel_source.check(kernels)
+    return kernels
+
+
+def test_kernels_and_constants_are_read_without_running_the_file() -> None:
+    kernels = _read(SOURCE)
+    assert set(kernels.functions) == {"double", "_twice", "tuned"} and not kernels.refused
+    assert kernels.jit_options["double"] == {"do_not_specialize": ["n"]}  # autotune is dropped, jit's literals kept
+    assert kernels.constants["SCALE"].value == 2.0 and kernels.constants["HALF"].value == 0.5
+    assert kernels.constants["BLOCK"] == 64 and "TABLE" not in kernels.constants
+
+
+ESCAPES = {
+    "calls plain Python": ("def k(x_ptr):\n    helper()\n", "it uses `helper`"),
+    "imports": ("def k(x_ptr):\n    import os\n", "an import"),
+    "reads a dunder": ("def k(x_ptr):\n    x_ptr.__class__\n", "it reads `x_ptr.__class__`"),
+    "reads the interpreter's handle": ("def k(x_ptr):\n    tl.load(x_ptr).handle\n", "`.handle`"),
+    "leaves triton.language": ("def k(x_ptr):\n    tl.core.os.system('x')\n", "not part of triton.language"),
+    "uses a lambda": ("def k(x_ptr):\n    f = lambda: 0\n", "a lambda"),
+    "defines a function": ("def k(x_ptr):\n    def f():\n        pass\n", "a nested function"),
+    "catches": ("def k(x_ptr):\n    try:\n        pass\n    except Exception:\n        pass\n", "`try`"),
+    "calls getattr": ("def k(x_ptr):\n    getattr(x_ptr, 'dtype')\n", "it uses `getattr`"),
+    "has a default that runs code": ("def k(x_ptr, N: tl.constexpr = helper()):\n    pass\n", "is not a constant"),
+    "writes an attribute": ("def k(x_ptr):\n    x_ptr.dtype = 1\n", "assigns to an attribute"),
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_a_kernel_body_that_is_not_triton_is_refused_before_anything_runs(name: str) -> None:
+    body, phrase = ESCAPES[name]
+    kernels = _read(f"import triton\nimport triton.language as tl\ndef helper():\n    return 1\n@triton.jit\n{body}")
+    assert phrase in kernels.refused.get("k", ""), kernels.refused
+
+
+def test_a_kernel_calling_a_refused_one_is_refused_too() -> None:
+    kernels = _read("import triton\n@triton.jit\ndef bad(x):\n    import os\n@triton.jit\ndef good(x):\n    bad(x)\n")
+    assert kernels.refused["good"].startswith("it calls bad")
+
+
+def test_python_behind_a_constexpr_branch_does_not_compile_for_a_gpu() -> None:
+    """Under the interpreter `float(tl.load(p))` reads a value into Python; compiled for a GPU it cannot."""
+    kernels = _read(
+        "import triton\nimport triton.language as tl\n@triton.jit\n"
+        "def k(x_ptr, y_ptr, INTERPRETED: tl.constexpr):\n"
+        "    if INTERPRETED:\n        v = float(tl.load(x_ptr))\n        tl.store(y_ptr, v)\n"
+        "    else:\n        tl.store(y_ptr, tl.load(x_ptr))\n"
+    )
+    check = kernel_check.CompileCheck(kernel_source.build(kernels, interpret=False))
+    x, y = torch.ones(4), torch.empty(4)
+    assert check.check("k", [x, y], {"INTERPRETED": False}) == ""
+    assert check.check("k", [x, y], {"INTERPRETED": True}) != ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Tapes written by hand
+# --------------------------------------------------------------------------------------------------
+
+
+def _ref(sid: int, shape: list[int], stride: list[int] | None = None, offset: int = 0) -> dict:
+    return {"T": [str(sid), offset, shape, stride or [1], "float32", "cpu"]}
+
+
+def _tape(entries: list[dict], outputs: dict, carried: dict | None = None) -> dict:
+    storages = {"0": {"nbytes": 400, "origin": "input", "device": "cpu"},
+                "1": {"nbytes": 400, "origin": "created", "device": "cpu"}}  # fmt: skip
+    return {"storages": storages, "inputs": {"x": _ref(0, [100])}, "outputs": outputs, "entries": entries,
+            "carried": carried or {}, "unrecorded": []}  # fmt: skip
+
+
+EMPTY = {"kind": "op", "op": "aten.empty_like.default", "args": [_ref(0, [100])], "kwargs": {}, "out": _ref(1, [100])}
+LAUNCH = {"kind": "launch", "kernel": "double", "file": "/nowhere/kernels.py", "grid": [2],
+          "args": [_ref(0, [100]), _ref(1, [100]), 100], "kwargs": {"BLOCK": 64}}  # fmt: skip
+
+
+def _replay(tape: dict, x: torch.Tensor, source: str = SOURCE) -> dict:
+    kernels = _read(source)
+    install_bounds_checks()
+    replay = Replay(tape, kernel_source.build(kernels, interpret=True), kernels.refused, torch.device("cpu"), bounds=True)
+    return replay.run(replay.bind({"x": x}))
+
+
+@interpreted
+def test_a_tape_replays_on_new_inputs() -> None:
+    x = torch.randn(100)
+    out = _replay(_tape([EMPTY, LAUNCH], {"y": _ref(1, [100])}), x)["y"]
+    assert torch.equal(out, 2 * x)
+
+
+@interpreted
+def test_a_tape_that_computes_with_pytorch_is_refused_in_the_grader_and_in_the_replay() -> None:
+    mul = {"kind": "op", "op": "aten.mul.Tensor", "args": [_ref(0, [100]), 2.0], "kwargs": {}, "out": _ref(1, [100])}
+    tape = _tape([mul, LAUNCH], {"y": _ref(1, [100])})
+    assert "computed with PyTorch (aten.mul)" in tapes.problems(tape, "/nowhere/kernels.py")
+    with pytest.raises(ReplayRefused, match="aten.mul"):
+        _replay(tape, torch.randn(100))
+
+
+def test_an_output_placed_in_an_input_is_refused() -> None:
+    tape = _tape([LAUNCH], {"y": _ref(0, [100])})
+    assert "`y` shares memory with the input `x`" in tapes.problems(tape, "/nowhere/kernels.py")
+
+
+@interpreted
+def test_a_forged_new_storage_that_is_really_an_input_is_refused() -> None:
+    """set_ points a tensor at the input's memory, and the forged record calls the result new memory."""
+    alias = {"kind": "op", "op": "aten.set_.source_Storage", "args": [_ref(1, [100]), {"S": "0"}], "kwargs": {},
+             "out": _ref(2, [100])}  # fmt: skip
+    tape = _tape([EMPTY, alias], {"y": _ref(2, [100])})
+    tape["storages"]["2"] = {"nbytes": 400, "origin": "created", "device": "cpu"}
+    with pytest.raises(ReplayRefused, match="does not match what its operations do"):
+        _replay(tape, torch.randn(100))
+
+
+@interpreted
+def test_carried_memory_is_what_the_worker_had_and_nothing_more() -> None:
+    """A buffer the call did not allocate comes with the contents the worker saw: the answer to its own inputs,
+    which is not the answer on the replay's."""
+    worker_x = torch.randn(100)
+    carried = {"1": (2 * worker_x).view(torch.uint8).clone()}
+    noop = {**LAUNCH, "kernel": "tuned", "args": [_ref(2, [100]), 0], "kwargs": {"BLOCK": 64}, "grid": [1]}
+    tape = _tape([noop], {"y": _ref(1, [100])}, carried)
+    tape["storages"]["1"]["origin"] = "carried"
+    tape["storages"]["2"] = {"nbytes": 400, "origin": "created", "device": "cpu"}
+    out = _replay(tape, torch.randn(100))["y"]
+    assert torch.equal(out, 2 * worker_x)  # carried as it was: right for the worker's inputs only
+
+
+@interpreted
+def test_a_launch_of_a_kernel_that_is_not_in_the_source_is_refused() -> None:
+    tape = _tape([EMPTY, {**LAUNCH, "kernel": "reference_kernel"}], {"y": _ref(1, [100])})
+    with pytest.raises(ReplayRefused, match="not a @triton.jit function at the top level"):
+        _replay(tape, torch.randn(100))
+
+
+@interpreted
+def test_an_interpreted_kernel_touches_only_the_memory_of_its_call() -> None:
+    """Under the interpreter a pointer is an address: the replay refuses any load or store outside its storages
+    (a kernel could otherwise read or write the replayer itself)."""
+    unmasked = SOURCE.replace("_twice(tl.load(x_ptr + offs, mask=mask))", "_twice(tl.load(x_ptr + offs))")
+    tape = _tape([EMPTY, LAUNCH], {"y": _ref(1, [100])})
+    with pytest.raises(ReplayRefused, match="reached memory outside every tensor of the call"):
+        _replay(tape, torch.randn(100), unmasked)  # 128 lanes read from a 100-element input
+    assert torch.equal(_replay(tape, torch.ones(100))["y"], 2 * torch.ones(100))  # masked, it runs
