@@ -27,18 +27,24 @@ DTYPES: dict[str, torch.dtype] = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """An element passes when |out - ref| <= atol * scale + rtol * |ref|, with scale = mean(|ref|).
+    """An element passes when |out - ref| <= atol * scale + rtol * |ref|.
 
-    Scaling atol by the output's typical magnitude keeps one table valid for outputs of any size.
-    With per_row, an element's scale is the larger of mean(|ref|) over its row (the last dimension) and
-    over the whole tensor: for outputs whose rows have magnitudes of their own, such as attention's (a
-    causal row averages as many values as its query sees keys, from one to thousands), rows far larger
-    than the average are judged against their own size; no row is judged more strictly than before.
+    `scale` is how large the element is allowed to be wrong in absolute terms, per unit of atol:
+    - "tensor": mean(|ref|) over the whole output. One table then holds for outputs of any size.
+    - "row": mean(|ref|) over the element's own row (the last dimension), for outputs whose rows have
+      magnitudes of their own (a normalised row whose input was near zero, say): each row is judged on
+      its own size, so a small row is not waved through because other rows are large.
+    - "row_or_tensor": the larger of the two, for outputs whose rows are larger than typical but never
+      smaller than the typical rounding error (attention's: a causal row averages as many values as its
+      query sees keys, from one to thousands).
+    A reference can instead carry, per element, the size the element would have had if the terms it sums
+    had random signs (`autograder.checking.attach_term_scale`): sums whose terms cancel are then judged
+    against their terms, where float32's rounding error lives, not against their small result.
     """
 
     rtol: float
     atol: float
-    per_row: bool = False
+    scale: str = "tensor"  # "tensor", "row" or "row_or_tensor"
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,25 @@ class Assignment:
         if tier == "gpu":
             total += sum(s.points for s in self.speed if s.bonus == bonus)
         return total
+
+
+# Elements of NaN after the end of every floating-point input (2**16: more than one block of any kernel in
+# the course runs past an end). The worker fences the outputs a call allocates against stores past their
+# ends; this is the same for loads: an unmasked load past the end of an input whose lanes reach the output
+# shows there as NaN, instead of reading whatever memory happens to follow.
+READ_FENCE = 1 << 16
+
+
+def read_fenced(inputs: Tensors) -> Tensors:
+    """The same tensors, each floating-point one contiguous at the start of a buffer that goes on with NaN."""
+    out = {}
+    for name, t in inputs.items():
+        if t.is_floating_point():
+            buf = torch.full((t.numel() + READ_FENCE,), float("nan"), dtype=t.dtype, device=t.device)
+            buf[: t.numel()].copy_(t.reshape(-1))
+            t = buf[: t.numel()].view(t.shape)
+        out[name] = t
+    return out
 
 
 def generator(seed: int, device: torch.device) -> torch.Generator:
