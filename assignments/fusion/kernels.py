@@ -99,7 +99,9 @@ def _softmax_kernel(
     #   so load them as -inf (exp(-inf) = 0), never as 0.0. Store exp(x - max) / sum in y's dtype.
     #   When SINGLE_TILE is false the row is longer than one tile: walk it once keeping a running max
     #   m and a running sum s per lane (when a tile raises the max from m to m', the old sum is worth
-    #   s * exp(m - m')), combine the lanes at the end, then walk it again to write y.
+    #   s * exp(m - m')), combine the lanes at the end, then walk it again to write y. Logits may be -inf
+    #   (masked, as in attention), whole tiles of them: a lane whose max is still -inf must not compute
+    #   exp(-inf - -inf), which is NaN.
     raise NotImplementedError("TODO(fusion.softmax): not implemented yet; see README.md")
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.checking import attach_term_scale
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. Codes are uniform over their range, as after round-to-nearest quantization of smooth weights;
@@ -42,12 +43,33 @@ def _scales(shape: tuple[int, ...], g: torch.Generator, device: torch.device, un
     return (torch.rand(shape, generator=g, device=device) * 1.5 + 0.25) * unit
 
 
+# The hostile distribution "extreme": every weight at an end of its code range (int8 -128 or 127; 4-bit
+# codes 0 or 15, that is -8 or 7 after the zero point), where a sign extension, a nibble mask or a zero
+# point that is off shows at full size; and scales spread over EXTREME_DECADES orders of magnitude each
+# way between channels (W8A16) or groups (W4A16), so that a scale read from the wrong channel or group is
+# wrong by up to 10^4 (10^2 in float16, whose scales must stay normal numbers).
+EXTREME_DECADES = {"float32": 2.0, "bfloat16": 2.0, "float16": 1.0}
+
+
+def _extreme_codes(shape: tuple[int, int], low: int, high: int, g: torch.Generator, device: torch.device) -> torch.Tensor:
+    pick = torch.rand(shape, generator=g, device=device) < 0.5
+    return torch.where(pick, torch.full(shape, low, device=device), torch.full(shape, high, device=device))
+
+
+def _spread(scales: torch.Tensor, params: Params, g: torch.Generator) -> torch.Tensor:
+    decades = EXTREME_DECADES[params["dtype"]]
+    return scales * 10.0 ** (torch.rand(scales.shape, generator=g, device=scales.device) * 2 * decades - decades)
+
+
 def make_w8_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     dtype, n, k = DTYPES[params["dtype"]], params["N"], params["K"]
     x = _activations(params, g, device)
     w = torch.randint(-127, 128, (n, k), generator=g, device=device, dtype=torch.int8)  # (N, K)
     scales = _scales((n,), g, device, 0.5 / 127)  # (N,): weights up to about 0.9 in magnitude
-    return {"x": x.to(dtype), "w_int8": w, "scales": scales.to(dtype)}
+    if params.get("dist") == "extreme":
+        w = _extreme_codes((n, k), -128, 127, g, device).to(torch.int8)
+        scales = _spread(scales, params, g)
+    return read_fenced({"x": x.to(dtype), "w_int8": w, "scales": scales.to(dtype)})
 
 
 def pack_int4(q: torch.Tensor) -> torch.Tensor:
@@ -67,7 +89,10 @@ def make_w4_inputs(params: Params, g: torch.Generator, device: torch.device) -> 
     x = _activations(params, g, device)
     q = torch.randint(0, 16, (n, k), generator=g, device=device, dtype=torch.uint8)  # (N, K)
     scales = _scales((n, k // group), g, device, 0.5 / 7)  # (N, K // G)
-    return {"x": x.to(dtype), "w_packed": pack_int4(q), "scales": scales.to(dtype)}
+    if params.get("dist") == "extreme":
+        q = _extreme_codes((n, k), 0, 15, g, device).to(torch.uint8)
+        scales = _spread(scales, params, g)
+    return read_fenced({"x": x.to(dtype), "w_packed": pack_int4(q), "scales": scales.to(dtype)})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -84,12 +109,19 @@ def dequantize_w4(inputs: Tensors, group_size: int, dtype: torch.dtype = torch.f
     return (q - 8) * inputs["scales"].to(dtype).repeat_interleave(group_size, dim=1)
 
 
+def _product(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x @ w.T (M, N) in float64, marked with the size of its terms (autograder.checking.attach_term_scale):
+    with scales that differ by orders of magnitude, each output is judged against its own terms."""
+    x = x.double()
+    return attach_term_scale(x @ w.T, (x * x @ (w * w).T).sqrt())
+
+
 def reference_w8(inputs: Tensors, params: Params) -> Tensors:
-    return {"y": inputs["x"].double() @ dequantize_w8(inputs).T}
+    return {"y": _product(inputs["x"], dequantize_w8(inputs))}
 
 
 def reference_w4(inputs: Tensors, params: Params) -> Tensors:
-    return {"y": inputs["x"].double() @ dequantize_w4(inputs, params["group_size"]).T}
+    return {"y": _product(inputs["x"], dequantize_w4(inputs, params["group_size"]))}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -201,6 +233,8 @@ CPU_W8 = [
     {"M": 5, "K": 257, "N": 19},
     {"M": 1, "K": 1000, "N": 61},
     {"M": 4, "K": 130, "N": 33},
+    {"M": 1, "K": 512, "N": 45, "dist": "extreme"},
+    {"M": 3, "K": 256, "N": 20, "dist": "extreme"},
 ]
 CPU_W4 = [
     {"M": 1, "K": 64, "N": 37, "group_size": 32},
@@ -209,6 +243,7 @@ CPU_W4 = [
     {"M": 1, "K": 512, "N": 33, "group_size": 32},
     {"M": 2, "K": 384, "N": 17, "group_size": 128},
     {"M": 4, "K": 160, "N": 9, "group_size": 16},
+    {"M": 1, "K": 2048, "N": 130, "group_size": 256, "dist": "extreme"},
 ]
 # LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
 # small-batch sizes, and odd ones: N not a multiple of any block, K not a power of two.
@@ -218,6 +253,7 @@ GPU_W8 = [
     {"M": 64, "K": 14336, "N": 4096},
     {"M": 256, "K": 4096, "N": 1000},
     {"M": 7, "K": 1001, "N": 999},
+    {"M": 5, "K": 4096, "N": 1000, "dist": "extreme"},
 ]
 GPU_W4 = [
     {"M": 1, "K": 4096, "N": 14336, "group_size": 128},
@@ -226,6 +262,8 @@ GPU_W4 = [
     {"M": 256, "K": 4096, "N": 4096, "group_size": 128},
     {"M": 3, "K": 4096, "N": 1000, "group_size": 64},
     {"M": 100, "K": 1024, "N": 999, "group_size": 32},
+    {"M": 1, "K": 4096, "N": 2000, "group_size": 256, "dist": "extreme"},
+    {"M": 32, "K": 4096, "N": 1000, "group_size": 128, "dist": "extreme"},
 ]
 
 

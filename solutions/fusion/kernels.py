@@ -105,7 +105,9 @@ def _softmax_kernel(
     #> so load them as -inf (exp(-inf) = 0), never as 0.0. Store exp(x - max) / sum in y's dtype.
     #> When SINGLE_TILE is false the row is longer than one tile: walk it once keeping a running max
     #> m and a running sum s per lane (when a tile raises the max from m to m', the old sum is worth
-    #> s * exp(m - m')), combine the lanes at the end, then walk it again to write y.
+    #> s * exp(m - m')), combine the lanes at the end, then walk it again to write y. Logits may be -inf
+    #> (masked, as in attention), whole tiles of them: a lane whose max is still -inf must not compute
+    #> exp(-inf - -inf), which is NaN.
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = rows < n_rows
     rows = rows.to(tl.int64)  # row * stride overflows int32 past 2**31 elements
@@ -122,7 +124,8 @@ def _softmax_kernel(
         tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
         # Pass 1, online: per lane a running max m and a sum s of exp(x - m), rescaled when m grows.
-        # The first tile is full (n_cols > BLOCK_N), so every lane holds a finite m after it.
+        # A lane may see only -inf for whole tiles (masked logits, or lanes past the end): its m stays
+        # -inf and its s 0, and exp(-inf - -inf) would be NaN, so those lanes subtract 0 instead.
         m = tl.full([BLOCK_M, BLOCK_N], -float("inf"), dtype=tl.float32)
         s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         for start in range(0, n_cols, BLOCK_N):
@@ -130,7 +133,8 @@ def _softmax_kernel(
             mask = row_mask[:, None] & (c[None, :] < n_cols)
             x = tl.load(x_rows + c[None, :], mask=mask, other=-float("inf")).to(tl.float32)
             m_new = tl.maximum(m, x)
-            s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+            m_sub = tl.where(m_new == -float("inf"), 0.0, m_new)
+            s = s * tl.exp(m - m_sub) + tl.exp(x - m_sub)
             m = m_new
         row_max = tl.max(m, axis=1)
         inv_sum = 1.0 / tl.sum(s * tl.exp(m - row_max[:, None]), axis=1)
