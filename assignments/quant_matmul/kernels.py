@@ -403,7 +403,7 @@ DEFAULT_GEMV_MAX_M = 1
 
 
 @functools.lru_cache(maxsize=None)
-def _tuned(device_name: str) -> dict:
+def _tuned(device_name: str) -> dict:  # pragma: no cover - GPU only: tuned table
     """The tuned settings for this GPU, or {} (another GPU, the CPU interpreter, or no table)."""
     if not ("H200" in device_name or "H100" in device_name) or not CONFIG_TABLE.exists():
         return {}
@@ -412,7 +412,8 @@ def _tuned(device_name: str) -> dict:
 
 def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
     """The launch settings for an M-row product in the given format (bits 8 or 4) with activations like x."""
-    if x.dtype != torch.float32:  # float32 activations are graded for correctness only: the defaults below
+    # float32 activations are graded for correctness only: they take the defaults below
+    if x.dtype != torch.float32:  # pragma: no cover - GPU tier only: 16-bit
         table = _tuned(torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else "cpu")
         entry = table.get(f"w{bits}", {}).get(str(min(triton.next_power_of_2(m), 256)))
         if entry is not None:
@@ -434,7 +435,7 @@ _LOCKS: dict[torch.device, torch.Tensor] = {}
 
 
 def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
+    if device.type == "cuda":  # pragma: no cover - GPU only: SM count
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4  # the interpreter runs programs one after another; a small count still exercises split-K
 
@@ -480,7 +481,7 @@ def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -
     *rest, cfg = args
     try:
         return launch(*rest, cfg)
-    except OutOfResources:
+    except OutOfResources:  # pragma: no cover - GPU only: shared memory
         fallback = default_config(bits, rest[0].shape[0])
         if cfg == fallback:
             raise

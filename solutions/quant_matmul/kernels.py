@@ -310,7 +310,9 @@ def _w8a16_dot_kernel(
         else:
             xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
         if DOT_16BIT:  # exact weights in x's dtype, x as it is
-            acc = tl.dot((w * tl.reshape(unscale, (1, BLOCK_K))).to(xt.dtype), xt, acc)
+            acc = tl.dot(  # pragma: no cover - GPU tier only: 16-bit
+                (w * tl.reshape(unscale, (1, BLOCK_K))).to(xt.dtype), xt, acc
+            )
         else:  # tf32: the weights as decoded, the activations times the factors to undo
             acc = tl.dot(w, xt.to(tl.float32) * unscale, acc, input_precision=PRECISION)
     acc = acc * tl.load(s_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
@@ -506,8 +508,8 @@ def _w4a16_dot_kernel(
         else:
             xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
         if DOT_16BIT:  # exact codes q - 8 in x's dtype, x as it is
-            a = w * unscale
-            b = xt
+            a = w * unscale  # pragma: no cover - GPU tier only: 16-bit
+            b = xt  # pragma: no cover - GPU tier only: 16-bit
         else:  # tf32: the codes as decoded, the activations times the factors to undo
             a = w
             b = xt.to(tl.float32) * tl.reshape(unscale, (BLOCK_K, 1))
@@ -560,7 +562,7 @@ DEFAULT_GEMV_MAX_M = 1
 
 
 @functools.lru_cache(maxsize=None)
-def _tuned(device_name: str) -> dict:
+def _tuned(device_name: str) -> dict:  # pragma: no cover - GPU only: tuned table
     """The tuned settings for this GPU, or {} (another GPU, the CPU interpreter, or no table)."""
     if not ("H200" in device_name or "H100" in device_name) or not CONFIG_TABLE.exists():
         return {}
@@ -569,7 +571,8 @@ def _tuned(device_name: str) -> dict:
 
 def pick_config(bits: int, m: int, x: torch.Tensor) -> GemvConfig | DotConfig:
     """The launch settings for an M-row product in the given format (bits 8 or 4) with activations like x."""
-    if x.dtype != torch.float32:  # float32 activations are graded for correctness only: the defaults below
+    # float32 activations are graded for correctness only: they take the defaults below
+    if x.dtype != torch.float32:  # pragma: no cover - GPU tier only: 16-bit
         table = _tuned(torch.cuda.get_device_name(x.device) if x.device.type == "cuda" else "cpu")
         entry = table.get(f"w{bits}", {}).get(str(min(triton.next_power_of_2(m), 256)))
         if entry is not None:
@@ -591,7 +594,7 @@ _LOCKS: dict[torch.device, torch.Tensor] = {}
 
 
 def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
+    if device.type == "cuda":  # pragma: no cover - GPU only: SM count
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4  # the interpreter runs programs one after another; a small count still exercises split-K
 
@@ -637,7 +640,7 @@ def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -
     *rest, cfg = args
     try:
         return launch(*rest, cfg)
-    except OutOfResources:
+    except OutOfResources:  # pragma: no cover - GPU only: shared memory
         fallback = default_config(bits, rest[0].shape[0])
         if cfg == fallback:
             raise

