@@ -86,8 +86,11 @@ def case_key(part: Part, case: Case) -> str:
 
 
 def cases_fingerprint(slug: str) -> str:
-    """Changes whenever a CPU case is added, removed or gets another tolerance."""
+    """Changes whenever a CPU case is added or removed, or the spec, the checks or the worker change."""
     items = sorted(f"{case_key(p, c)} {p.tolerance(c.params)}" for p, c in cpu_cases(slug))
+    here = Path(__file__).resolve().parent
+    for path in (here / "specs" / f"{slug}.py", here / "spec.py", here / "checking.py", here / "worker.py"):
+        items.append(path.read_text())
     return hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]
 
 
