@@ -66,13 +66,17 @@ def solution_source(slug: str) -> str:
 
 
 def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, dict[str, str]]:
-    """slug -> mutant id -> the reason it is equivalent to the solution."""
+    """slug -> mutant id -> the reason it is equivalent to the solution (on the CPU tier, for the entries
+    marked `gpu_tier = true`: wrong kernels only a GPU can tell apart, said so in the reason)."""
     data = tomllib.loads(path.read_text()) if path.exists() else {}
     out: dict[str, dict[str, str]] = {}
     for slug, entries in data.items():
         for entry in entries:
+            reason = " ".join(entry["reason"].split())
+            if entry.get("gpu_tier"):
+                reason = "Equivalent on the CPU tier only. " + reason
             for mutant_id in entry["ids"]:
-                out.setdefault(slug, {})[mutant_id] = " ".join(entry["reason"].split())
+                out.setdefault(slug, {})[mutant_id] = reason
     return out
 
 
@@ -314,16 +318,20 @@ def summary(slugs: list[str] = SLUGS, folder: Path = RESULTS) -> str:
         "autograder/specs/equivalent_mutants.toml) or live: a wrong kernel the grader passes. The score is",
         "killed / (mutants - equivalent). Code that only a GPU runs (`# pragma: no cover`) is not mutated.",
         "",
-        "| assignment | mutants | killed | equivalent | live | not graded yet | score |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| assignment | mutants | killed | equivalent | of which only a GPU tells | live | not graded yet | score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    gpu_only = {s.slug: sum(r.startswith("Equivalent on the CPU tier only") for r in equivalents.get(s.slug, {}).values())
+                for s in scores}  # fmt: skip
     for s in scores:
-        lines.append(f"| {s.slug} | {s.total} | {s.killed} | {s.equivalent} | {len(s.live)} | {s.missing} | {s.score:.1f}% |")
+        lines.append(f"| {s.slug} | {s.total} | {s.killed} | {s.equivalent} | {gpu_only[s.slug]} | {len(s.live)} | "
+                     f"{s.missing} | {s.score:.1f}% |")
     total = [sum(getattr(s, f) for s in scores) for f in ("total", "killed", "equivalent")]
     live = sum(len(s.live) for s in scores)
     missing = sum(s.missing for s in scores)
     overall = 100.0 * total[1] / (total[0] - total[2]) if total[0] > total[2] else 100.0
-    lines.append(f"| **all** | {total[0]} | {total[1]} | {total[2]} | {live} | {missing} | {overall:.1f}% |")
+    lines.append(f"| **all** | {total[0]} | {total[1]} | {total[2]} | {sum(gpu_only.values())} | {live} | {missing} | "
+                 f"{overall:.1f}% |")
     lines += ["", "Operators: " + "; ".join(f"`{k}`: {v}" for k, v in OPERATORS.items()) + ".", ""]
     for s in scores:
         store = load_store(s.slug, folder)

@@ -226,14 +226,18 @@ TOLERANCES = {
 }
 
 # Small float32 shapes for the interpreter: N odd, K a multiple of neither 64 nor 128 (W8A16), several
-# groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it.
+# groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it. Then
+# cases that reach every path of the reference's kernels: whole steps (K = 256) in the GEMV and the dot,
+# a one-row product of K = 2049 whose split-K programs walk several steps each (the last holding one
+# weight), and the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program.
 CPU_W8 = [
     {"M": 1, "K": 100, "N": 37},
     {"M": 3, "K": 64, "N": 5},
     {"M": 5, "K": 257, "N": 19},
     {"M": 1, "K": 1000, "N": 61},
     {"M": 4, "K": 130, "N": 33},
-    {"M": 1, "K": 512, "N": 45, "dist": "extreme"},
+    {"M": 1, "K": 256, "N": 20, "dist": "extreme"},
+    {"M": 1, "K": 2049, "N": 96},
     {"M": 3, "K": 256, "N": 20, "dist": "extreme"},
 ]
 CPU_W4 = [
@@ -264,6 +268,7 @@ GPU_W4 = [
     {"M": 100, "K": 1024, "N": 999, "group_size": 32},
     {"M": 1, "K": 4096, "N": 2000, "group_size": 256, "dist": "extreme"},
     {"M": 32, "K": 4096, "N": 1000, "group_size": 128, "dist": "extreme"},
+    {"M": 2, "K": 4096, "N": 1000, "group_size": 128},  # two rows through the GEMV (H100/H200 settings)
 ]
 
 
