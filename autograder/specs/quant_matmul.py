@@ -229,7 +229,8 @@ TOLERANCES = {
 # groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it. Then
 # cases that reach every path of the reference's kernels: whole steps (K = 256) in the GEMV and the dot,
 # a one-row product of K = 2049 whose split-K programs walk several steps each (the last holding one
-# weight), and the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program.
+# weight), the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program, and 40 x 130
+# products, several tiles of the dot kernels each way.
 CPU_W8 = [
     {"M": 1, "K": 100, "N": 37},
     {"M": 3, "K": 64, "N": 5},
@@ -239,6 +240,7 @@ CPU_W8 = [
     {"M": 1, "K": 256, "N": 20, "dist": "extreme"},
     {"M": 1, "K": 2049, "N": 96},
     {"M": 3, "K": 256, "N": 20, "dist": "extreme"},
+    {"M": 40, "K": 200, "N": 130, "dist": "extreme"},
 ]
 CPU_W4 = [
     {"M": 1, "K": 64, "N": 37, "group_size": 32},
@@ -248,6 +250,7 @@ CPU_W4 = [
     {"M": 2, "K": 384, "N": 17, "group_size": 128},
     {"M": 4, "K": 160, "N": 9, "group_size": 16},
     {"M": 1, "K": 2048, "N": 130, "group_size": 256, "dist": "extreme"},
+    {"M": 40, "K": 192, "N": 130, "group_size": 64},
 ]
 # LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
 # small-batch sizes, and odd ones: N not a multiple of any block, K not a power of two.
