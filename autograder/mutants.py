@@ -110,9 +110,10 @@ class CaseOrder:
         self.cases = cpu_cases(slug)
         self.kills: Counter[str] = Counter()
 
-    def ordered(self) -> list[tuple[Part, Case]]:
+    def ordered(self, first: str = "") -> list[tuple[Part, Case]]:
+        """The cases, `first` (the case that killed this mutant last time) before all, then by kills so far."""
         rank = {case_key(p, c): i for i, (p, c) in enumerate(self.cases)}
-        return sorted(self.cases, key=lambda pc: (-self.kills[case_key(*pc)], rank[case_key(*pc)]))
+        return sorted(self.cases, key=lambda pc: (case_key(*pc) != first, -self.kills[case_key(*pc)], rank[case_key(*pc)]))
 
 
 # Modules every worker imports before the submission: a fork server imports them once.
@@ -148,7 +149,7 @@ def forked_workers():
 
 
 def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed: int = DEFAULT_SEED,
-                 timeout: float = CASE_TIMEOUT) -> Outcome:
+                 timeout: float = CASE_TIMEOUT, first: str = "") -> Outcome:
     """Grade one mutant with the grader's worker, case by case, until a case fails."""
     spec = load_spec(slug)
     device = torch.device("cpu")
@@ -165,7 +166,7 @@ def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed:
                 worker.start()
             except WorkerLost as lost:
                 worker.import_error = f"kernels.py could not be imported. {lost}"
-            for part, case in order.ordered():
+            for part, case in order.ordered(first):
                 key = case_key(part, case)
                 seeds = Seeds(_case_seed(seed, key))
                 result = _correctness(spec, part, [case], "cpu", worker, device, seeds, timeout, lambda s: None)[0]
@@ -226,14 +227,16 @@ def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, j
         timeout: float = CASE_TIMEOUT, store: Path | None = RESULTS, progress: Progress = print) -> list[Outcome]:
     """Grade the mutants of one solution (all, or `only`), reusing the stored outcomes that still hold.
 
-    With `store` None nothing is read or written (a sample); otherwise the store is rewritten as the
-    run goes, so an interrupted run resumes where it stopped.
+    With `store` None (a sample) every mutant is graded and nothing is written; the committed outcomes
+    only say which case to try first. Otherwise the store is rewritten as the run goes, so an interrupted
+    run resumes where it stopped.
     """
     source = solution_source(slug)
     chosen = only if only is not None else mutants(source)
     fingerprint = cases_fingerprint(slug)
     keys = {case_key(p, c) for p, c in cpu_cases(slug)}
-    stored = load_store(slug, store) if store is not None else {"outcomes": []}
+    # a sample reads the committed run (never writes it) to try first the case that killed each mutant there
+    stored = load_store(slug, store if store is not None else RESULTS)
     same_cases = stored.get("cases") == fingerprint
     old = {o["id"]: o for o in stored["outcomes"]}
     order = CaseOrder(slug)
@@ -252,7 +255,7 @@ def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, j
     last_write = time.monotonic()
 
     def one(m: Mutant) -> Outcome:
-        return grade_mutant(slug, source, m, order, seed, timeout)
+        return grade_mutant(slug, source, m, order, seed, timeout, first=old.get(m.id, {}).get("case", ""))
 
     with forked_workers(), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for i, outcome in enumerate(pool.map(one, todo), 1):
