@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {grade,release,hint,doctor,bench,batch,gradescope,tune,new}."""
+"""Command line: python -m autograder {grade,release,hint,doctor,bench,batch,gradescope,tune,new,mutants}."""
 
 from __future__ import annotations
 
@@ -82,6 +82,15 @@ def _parser() -> argparse.ArgumentParser:
 
     n = sub.add_parser("new", help="scaffold a new assignment: solution, table, spec, handout, tests, notebook (instructors)")
     n.add_argument("slug", metavar="SLUG", help="the new assignment's slug: lower-case letters, digits and underscores")
+
+    m = sub.add_parser("mutants", help="mutation testing of the grader: grade one-bug variants of the solutions (instructors)")
+    m.add_argument("slugs", nargs="*", metavar="SLUG", help="assignments whose solutions are mutated (default: all)")
+    m.add_argument("--sample", type=int, metavar="N", help="grade N mutants drawn at random (not equivalent ones); "
+                   "without it every mutant is graded and results/mutants/ is brought up to date")
+    m.add_argument("--seed", type=int, default=20261121, help="seeds the sample and the inputs")
+    m.add_argument("--json", type=Path, metavar="FILE", help="also write the outcomes here")
+    m.add_argument("--jobs", type=int, default=1, help="mutants graded at once (one worker process each)")
+    m.add_argument("--list", action="store_true", help="only list the mutants, grade nothing")
     return p
 
 
@@ -313,6 +322,42 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mutants(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from autograder import mutants as mt
+
+    if problem := _unknown_slugs(args.slugs):
+        print(problem)
+        return 2
+    slugs = args.slugs or SLUGS
+    if args.list:
+        for slug in slugs:
+            for m in mt.mutants(mt.solution_source(slug)):
+                print(f"{slug}:{m.line}  {m.id}")
+        return 0
+    outcomes: dict[str, list] = {}
+    if args.sample is not None:
+        for slug, mutant in mt.sample(slugs, args.sample, args.seed):
+            outcomes.setdefault(slug, []).extend(mt.run(slug, [mutant], args.seed, 1, store=None))
+    else:
+        for slug in slugs:
+            outcomes[slug] = mt.run(slug, seed=args.seed, jobs=args.jobs)
+            print(f"wrote {mt.write_summary()}")
+    live = {slug: [o.id for o in out if o.status == "survived"] for slug, out in outcomes.items()}
+    equivalents = mt.load_equivalents()
+    for slug, ids in live.items():
+        killed = sum(o.status == "killed" for o in outcomes[slug])
+        print(f"{slug}: {killed} of {len(outcomes[slug])} mutants killed")
+        for i in ids:
+            print(f"  survived{' (equivalent)' if i in equivalents.get(slug, {}) else ''}: {i}")
+    if args.json:
+        args.json.write_text(json.dumps({s: [asdict(o) for o in out] for s, out in outcomes.items()}, indent=1))
+        print(f"Wrote {args.json}.")
+    return 1 if any(i not in equivalents.get(s, {}) for s, ids in live.items() for i in ids) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     if os.environ.get("AUTOGRADER_DIE_WITH_PARENT") == "1":  # a batch's grading process ends with the batch
         from autograder.lifecycle import die_with_parent
@@ -320,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         die_with_parent()
     args = _parser().parse_args(argv)
     commands = {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench,
-                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new, "hint": cmd_hint}
+                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new, "hint": cmd_hint, "mutants": cmd_mutants}
     return commands[args.command](args)
 
 

@@ -15,18 +15,24 @@ import torch
 
 @dataclass(frozen=True)
 class Tolerance:
-    """An element passes when |out - ref| <= atol * scale + rtol * |ref|, with scale = mean(|ref|).
+    """An element passes when |out - ref| <= atol * scale + rtol * |ref|.
 
-    Scaling atol by the output's typical magnitude keeps one table valid for outputs of any size.
-    With per_row, an element's scale is the larger of mean(|ref|) over its row (the last dimension) and
-    over the whole tensor: for outputs whose rows have magnitudes of their own, such as attention's (a
-    causal row averages as many values as its query sees keys, from one to thousands), rows far larger
-    than the average are judged against their own size; no row is judged more strictly than before.
+    `scale` is how large the element is allowed to be wrong in absolute terms, per unit of atol:
+    - "tensor": mean(|ref|) over the whole output. One table then holds for outputs of any size.
+    - "row": mean(|ref|) over the element's own row (the last dimension), for outputs whose rows have
+      magnitudes of their own (a normalised row whose input was near zero, say): each row is judged on
+      its own size, so a small row is not waved through because other rows are large.
+    - "row_or_tensor": the larger of the two, for outputs whose rows are larger than typical but never
+      smaller than the typical rounding error (attention's: a causal row averages as many values as its
+      query sees keys, from one to thousands).
+    A reference can instead carry, per element, the size the element would have had if the terms it sums
+    had random signs (`attach_term_scale`): sums whose terms cancel are then judged against their terms,
+    where float32's rounding error lives, not against their small result.
     """
 
     rtol: float
     atol: float
-    per_row: bool = False
+    scale: str = "tensor"  # "tensor", "row" or "row_or_tensor"
 
 
 @dataclass
@@ -92,26 +98,58 @@ def edge_hint(bad: torch.Tensor, shape: tuple[int, ...]) -> str:
     return "; ".join(hints)
 
 
+TERM_SCALE = "term_scale"  # attribute of a reference tensor: the per-element scale of its summed terms
+
+
+def attach_term_scale(ref: torch.Tensor, terms: torch.Tensor) -> torch.Tensor:
+    """Mark ref (a sum of terms per element, as a matmul's) with the size each element would have if its terms
+    had random signs, sqrt(2/pi) * sqrt(sum of squared terms): what compare then scales atol by.
+
+    For random inputs this is about mean|ref|, so tolerances carry over; where the terms cancel it stays at
+    the terms' size, which is what float32 rounding errors are proportional to.
+    """
+    setattr(ref, TERM_SCALE, terms.to(ref.dtype) * math.sqrt(2.0 / math.pi))
+    return ref
+
+
+def _mean_abs(t: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """mean(|t|) over its finite elements (an infinite reference element is checked on its own)."""
+    finite = torch.isfinite(t)
+    total = torch.where(finite, t.abs(), torch.zeros_like(t))
+    if dim is None:
+        return total.sum() / finite.sum().clamp_min(1)
+    return total.sum(dim, keepdim=True) / finite.sum(dim, keepdim=True).clamp_min(1)
+
+
 def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Verdict:
     """Elementwise check of out against the float64 reference, with a report on failure."""
     shape = tuple(ref.shape)
     got = out.detach().to(device=ref.device, dtype=torch.float64).reshape(-1)
     want = ref.reshape(-1)
-    if tol.per_row and ref.dim() >= 1 and want.numel():
-        # The larger of the row's mean and the tensor's: big rows are judged on their own scale.
-        row_mean = ref.abs().mean(-1, keepdim=True).clamp_min(want.abs().mean().item())
+    terms = getattr(ref, TERM_SCALE, None)
+    if terms is not None:
+        scale = terms.reshape(-1)
+        where = "the size of its summed terms"
+    elif tol.scale in ("row", "row_or_tensor") and ref.dim() >= 1 and want.numel():
+        row_mean = _mean_abs(ref, -1)
+        if tol.scale == "row_or_tensor":  # the larger of the row's mean and the tensor's: big rows on their own scale
+            row_mean = row_mean.clamp_min(_mean_abs(want).item())
+            where = "max(mean|ref| of its row, of the tensor)"
+        else:
+            where = "mean|ref| of its row"
         scale = row_mean.expand(shape).reshape(-1)
-        where = "max(mean|ref| of its row, of the tensor)"
     else:
-        scale = want.abs().mean().item() if want.numel() else 0.0
+        scale = _mean_abs(want).item() if want.numel() else 0.0
         where = "mean|ref|"
-    allowed = tol.atol * scale + tol.rtol * want.abs()
-    err = (got - want).abs()
-    # NaN or inf where the reference is finite is always wrong; matching non-finite values are fine.
-    nonfinite = ~torch.isfinite(got) & torch.isfinite(want)
-    bad = (err > allowed) | nonfinite
-    bad &= ~(torch.isinf(got) & torch.isinf(want) & (torch.sign(got) == torch.sign(want)))
+    finite = torch.isfinite(want)
+    allowed = torch.where(finite, tol.atol * scale + tol.rtol * want.abs(), torch.zeros_like(want))
+    err = torch.where(finite, (got - want).abs(), torch.zeros_like(want))
+    # NaN or inf where the reference is finite is always wrong; where the reference is inf or NaN, the
+    # output must be the same inf, or NaN.
+    same = (got == want) | (torch.isnan(got) & torch.isnan(want))
+    bad = (err > allowed) | (finite & ~torch.isfinite(got)) | (~finite & ~same)
     ratio = torch.where(torch.isfinite(err), err / allowed.clamp_min(1e-300), torch.full_like(err, float("inf")))
+    ratio = torch.where(bad & ~finite, torch.full_like(ratio, float("inf")), ratio)
     max_ratio = ratio.max().item() if ratio.numel() else 0.0
     n_bad = int(bad.sum())
     if n_bad == 0:
@@ -137,7 +175,10 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
             "were probably never written (or were computed from an unmasked load)."
         )
         brief.append(f"{n_nan:,} of them NaN (never written, or read through an unmasked load?)")
-    if n_bad < total:
+    if torch.count_nonzero(got) == 0:  # (the reference's own zeros, if any, are not counted as wrong)
+        parts.append("Every element is zero: is the output ever written?")
+        brief.append("every element is zero (is the output ever written?)")
+    elif n_bad < total:
         worst = int(torch.where(bad, ratio, torch.zeros_like(ratio)).argmax())
         if worst != first and torch.isfinite(got[worst]):
             parts.append(
@@ -148,7 +189,4 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
         if hint:
             parts.append(hint[0].upper() + hint[1:] + ".")
             brief.append(hint)
-    elif torch.count_nonzero(got) == 0:
-        parts.append("Every element is zero: is the output ever written?")
-        brief.append("every element is zero (is the output ever written?)")
     return Verdict(False, " ".join(parts), max_ratio, "; ".join(brief))

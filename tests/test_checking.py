@@ -57,7 +57,7 @@ def test_meta_mismatches_are_sentences() -> None:
 def test_a_per_row_tolerance_judges_large_rows_on_their_own_scale_and_small_ones_as_before() -> None:
     ref = torch.ones(2, 100, dtype=torch.float64)
     ref[0] *= 1e-3  # a row a thousand times smaller than the other; the tensor's mean is about 0.5
-    tensor, per_row = Tolerance(rtol=1e-2, atol=1e-2), Tolerance(rtol=1e-2, atol=1e-2, per_row=True)
+    tensor, per_row = Tolerance(rtol=1e-2, atol=1e-2), Tolerance(rtol=1e-2, atol=1e-2, scale="row_or_tensor")
     big = ref.clone()
     big[1] += 0.018  # 1.8% of its row: over 0.01 * 0.5 + 0.01 * 1, within 0.01 * 1 + 0.01 * 1
     assert not compare("y", big, ref, tensor).ok
@@ -69,3 +69,41 @@ def test_a_per_row_tolerance_judges_large_rows_on_their_own_scale_and_small_ones
     worse[0] += 6e-3
     verdict = compare("y", worse, ref, per_row)
     assert not verdict.ok and "max(mean|ref| of its row, of the tensor)" in verdict.message
+
+
+def test_a_row_tolerance_judges_each_row_on_its_own_size() -> None:
+    ref = torch.ones(2, 100, dtype=torch.float64)
+    ref[0] *= 1e-3  # a normalised row whose input was near zero
+    tensor, row = Tolerance(rtol=1e-2, atol=1e-2), Tolerance(rtol=1e-2, atol=1e-2, scale="row")
+    small = ref.clone()
+    small[0] += 4e-3  # 400% of its own row: the tensor's mean waves it through, its row's does not
+    assert compare("y", small, ref, tensor).ok
+    verdict = compare("y", small, ref, row)
+    assert not verdict.ok and "mean|ref| of its row" in verdict.message
+
+
+def test_a_sum_that_cancels_is_judged_against_its_terms() -> None:
+    from autograder.checking import attach_term_scale
+
+    terms = torch.full((4, 8), 1e6, dtype=torch.float64)  # each element sums terms of size 1e6 ...
+    ref = torch.full((4, 8), 1e-2, dtype=torch.float64)  # ... that cancel down to 0.01
+    out = ref + 1.0  # float32 rounding of 1e6-sized terms: about 0.06 each
+    tol = Tolerance(rtol=1e-5, atol=1e-5)
+    assert not compare("c", out, ref, tol).ok
+    assert compare("c", out, attach_term_scale(ref.clone(), terms), tol).ok
+    assert not compare("c", ref + 100.0, attach_term_scale(ref.clone(), terms), tol).ok
+
+
+def test_infinite_reference_elements_must_be_matched_and_do_not_inflate_the_scale() -> None:
+    ref = torch.tensor([[1.0, float("inf"), -2.0, float("-inf")]], dtype=torch.float64)
+    assert compare("y", ref.float(), ref, TOL).ok
+    finite_there = ref.clone()
+    finite_there[0, 1] = 3e38  # finite where the reference is +inf
+    verdict = compare("y", finite_there, ref, TOL)
+    assert not verdict.ok and "index (0, 1)" in verdict.message
+    wrong_sign = ref.clone()
+    wrong_sign[0, 3] = float("inf")
+    assert not compare("y", wrong_sign, ref, TOL).ok
+    off = ref.clone()
+    off[0, 0] = 1.5  # mean|ref| over the finite elements is 1.5, not inf: a 50% error fails
+    assert not compare("y", off, ref, TOL).ok

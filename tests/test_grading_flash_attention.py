@@ -166,9 +166,13 @@ def test_wrong_submission_fails_the_cases_that_expose_it(name: str) -> None:
     assert graded(name).score(False) < 80
 
 
-def test_no_max_subtraction_fails_only_where_scores_pass_88() -> None:
+HOSTILE = {"(1x2x128x16) float32 causal=False dist=hostile", "(1x2x128x32) float32 causal=True dist=hostile"}
+
+
+def test_no_max_subtraction_fails_only_where_scores_pass_88_or_sit_near_minus_120() -> None:
     results = cases(graded("wrong_no_max_subtraction"))
-    assert {n for n, (s, _) in results.items() if s != "passed"} == {LARGE}
+    # exp(s) overflows past 88 (score_std 40) and underflows to 0 / 0 on the hostile rows near -120
+    assert {n for n, (s, _) in results.items() if s != "passed"} == {LARGE} | HOSTILE
 
 
 def test_an_unmasked_last_block_fails_every_non_causal_ragged_case_and_the_decode_ones() -> None:

@@ -32,7 +32,7 @@ def cases(result: AssignmentResult) -> dict[str, tuple[str, str]]:
 
 
 ALL = {"(33x17x45) float32", "(1x1x1) float32", "(1x300x7) float32", "(64x64x64) float32", "(100x129x70) float32",
-       "(45x1000x33) float32", "(129x33x1) float32", "(70x200x130) float32"}  # fmt: skip
+       "(45x1000x33) float32", "(129x33x1) float32", "(70x200x130) float32", "(37x333x29) float32 dist=cancel"}  # fmt: skip
 
 
 def test_solution_scores_full_points_with_room_to_spare() -> None:

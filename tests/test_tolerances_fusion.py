@@ -46,7 +46,7 @@ def _cases(cpu: list[dict], gpu: list[dict]) -> list[dict]:
 
 
 def _id(p: dict) -> str:
-    extra = "".join(f"-{k}{p[k]}" for k in ("scale", "offset") if k in p)
+    extra = "".join(f"-{k}{p[k]}" for k in ("scale", "offset", "dist") if k in p)
     return f"{p['dtype']}-{'x'.join(map(str, p['shape']))}{extra}"
 
 
@@ -85,7 +85,8 @@ def test_gelu_tolerance(name: str, params: dict) -> None:
 
 
 @pytest.mark.parametrize("params", [p for p in _cases(CPU_GELU, GPU_GELU) if p["dtype"] == "float32"
-                                    and p.get("scale", 1.0) >= 1.0 and p["shape"] != [1]], ids=_id)  # fmt: skip
+                                    and p.get("scale", 1.0) >= 1.0 and p["shape"] != [1] and "dist" not in p],
+                         ids=_id)  # fmt: skip  (the two forms agree at |x| near the dtype's largest value)
 def test_float32_tolerance_tells_exact_gelu_from_tanh_gelu(params: dict) -> None:
     device = torch.device("cpu")
     x = make_gelu_inputs(params, generator(SEED, device), device)["x"]

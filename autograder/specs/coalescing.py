@@ -7,7 +7,7 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs: normal values with a random scale and offset per seed, so that almost every element differs
@@ -16,12 +16,29 @@ from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, S
 # --------------------------------------------------------------------------------------------------
 
 
+# The hostile distribution "special": a third of the elements are the values a transpose that goes
+# through arithmetic (x * 1, x + 0, a select against 0, a conversion) changes or drops: infinities,
+# negative zero, subnormals that a flush-to-zero unit turns into 0, the largest finite values and the
+# smallest normal ones, each with either sign. A transpose copies bits, so each must arrive exactly.
+
+
+def _special_values(dtype: torch.dtype) -> list[float]:
+    info = torch.finfo(dtype)
+    return [float("inf"), -0.0, info.max, info.smallest_normal, info.smallest_normal * 2.0**-3, info.smallest_normal * 1.5]
+
+
 def make_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     shape, dtype = tuple(params["shape"]), DTYPES[params["dtype"]]
     scale = math.exp(math.log(0.25) + math.log(16.0) * torch.rand((), generator=g, device=g.device).item())
     offset = (torch.rand((), generator=g, device=g.device).item() - 0.5) * scale
     x = torch.randn(shape, generator=g, device=device) * scale + offset  # (M, N)
-    return {"x": x.to(dtype)}
+    if params.get("dist") == "special":
+        values = torch.tensor(_special_values(dtype), dtype=torch.float64, device=device)
+        pick = torch.randint(0, len(values), shape, generator=g, device=device)
+        sign = torch.where(torch.rand(shape, generator=g, device=device) < 0.5, -1.0, 1.0).double()
+        special = torch.rand(shape, generator=g, device=device) < 1 / 3
+        return read_fenced({"x": torch.where(special, values[pick] * sign, x.double()).to(dtype)})
+    return read_fenced({"x": x.to(dtype)})
 
 
 def reference(inputs: Tensors, params: Params) -> Tensors:
@@ -70,6 +87,7 @@ CPU_CASES = [
     {"shape": [100, 300]},
     {"shape": [129, 65]},
     {"shape": [257, 31]},
+    {"shape": [70, 90], "dist": "special"},
 ]
 # GPU shapes: weight matrices and activations of Llama-sized layers (4096 hidden, 14336 MLP), their
 # transposes, a vector each way, and sizes that are not multiples of any tile.
@@ -82,6 +100,7 @@ GPU_CASES = [
     {"shape": [1, 5000]},
     {"shape": [5000, 1]},
     {"shape": [777, 3001]},
+    {"shape": [1000, 999], "dist": "special"},
 ]
 
 

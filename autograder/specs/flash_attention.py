@@ -14,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. q and k are scaled so that the scores scale * q.k have a standard deviation drawn per seed
@@ -47,14 +47,53 @@ def make_forward_inputs(params: Params, g: torch.Generator, device: torch.device
     q = torch.randn((batch, n_heads_q, seqlen_q, head_dim), generator=g, device=device) * a
     k = torch.randn((batch, n_heads_kv, seqlen_k, head_dim), generator=g, device=device) * a
     v = torch.randn((batch, n_heads_kv, seqlen_k, head_dim), generator=g, device=device) * _uniform(g, 0.5, 2.0)
-    return {"q": q.to(dtype), "k": k.to(dtype), "v": v.to(dtype)}
+    if params.get("dist") == "hostile":
+        q, k = _hostile_scores(q, k, scale_of(params))
+    elif params.get("dist") == "huge":  # |v| up to HUGE_V, never past it
+        v = v.clamp(-4.0, 4.0) / 4.0 * HUGE_V[params["dtype"]]
+    return read_fenced({"q": q.to(dtype), "k": k.to(dtype), "v": v.to(dtype)})
+
+
+# The hostile distribution "hostile": every query row one of HOSTILE_ROWS, in turn (counting rows over
+# batch, heads and positions, so a decode case mixes them across heads). Head dims 0 and 1 carry the
+# construction, the others the usual random scores:
+# - "negative": every score near -120 (q[0] = 1 against k[0] = -120 / scale). A running maximum started at
+#   0 instead of -inf makes every exp2(s - m) underflow to 0 (exp2(-173) is below float32's smallest
+#   number), and the row 0 / 0 = NaN.
+# - "rising": the same, plus a ramp from 0 to +30 along the keys (q[1] = 1 against k[1]): the row maximum
+#   arrives in the last key block and stays negative, so every block's partial sums must be rescaled,
+#   including while the running maximum is below zero.
+# - "equal": q = 0, every score exactly 0: the uniform average of the values.
+# - "normal": the usual random scores.
+# "huge" (GPU tier): values up to HUGE_V, near float16's largest (65504), where an accumulator kept in
+# float16 (up to Sk times |v|) overflows although the output, a weighted average of v, does not.
+HOSTILE_ROWS = ("negative", "rising", "equal", "normal")
+HOSTILE_OFFSET, HOSTILE_RAMP = -120.0, 30.0
+HUGE_V = {"float32": 1e30, "bfloat16": 1e30, "float16": 6e4}
+
+
+def _hostile_scores(q: torch.Tensor, k: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """q (B, Hq, Sq, D), k (B, Hkv, Sk, D) rebuilt so that query row r has scores of kind HOSTILE_ROWS[r % 4]."""
+    # On a grid of 2**-6 every product q_d k_d is a multiple of 2**-12, so float32 sums them exactly while
+    # they stay below 4096 (D = 128: 1700 + 340): an honest kernel's scores then carry only the rounding
+    # of the final scaling, not a dozen roundings at the offset's magnitude.
+    q, k = (torch.round(t * 64) / 64 for t in (q, k))
+    seqlen_k = k.shape[2]
+    k[..., 0] = HOSTILE_OFFSET / scale
+    k[..., 1] = HOSTILE_RAMP / scale * torch.arange(seqlen_k, device=k.device) / max(1, seqlen_k - 1)
+    rows = q.reshape(-1, q.shape[-1])  # a view: (B * Hq * Sq, D)
+    kind = torch.arange(rows.shape[0], device=q.device) % len(HOSTILE_ROWS)
+    rows[:, 0] = (kind <= 1).to(q.dtype)
+    rows[:, 1] = (kind == 1).to(q.dtype)
+    rows[kind == 2] = 0.0
+    return q, k
 
 
 def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     inputs = make_forward_inputs(params, g, device)
     do = torch.randn(inputs["q"].shape, generator=g, device=device)  # (B, Hq, Sq, D)
     inputs["do"] = do.to(DTYPES[params["dtype"]])
-    return inputs
+    return read_fenced(inputs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,7 +212,7 @@ def attention_bytes(params: Params) -> int:
 #    - with a tensor-wide scale, the first rows of a long causal sequence (which average a handful of
 #      values, so they are several times larger than the typical row) reach c = 2.2e-2 in bfloat16 at
 #      S = 4096: the solution lost the causal speed case to 1 element of 67 million in an H200 run.
-#      Hence per_row: an element's scale is the larger of its row's mean|ref| and the tensor's. Then
+#      Hence scale="row_or_tensor": an element's scale is the larger of its row's mean|ref| and the tensor's. Then
 #      the forward's c stays at 8e-3 (bfloat16), 1.1e-3 (float16), 1.1e-5 (float32) at every shape;
 #    - the bfloat16 backward reaches c = 9.6e-2 on some seeds (dq, on the (2x4x300x32) Sk 513 case).
 #
@@ -185,16 +224,16 @@ def attention_bytes(params: Params) -> int:
 # --------------------------------------------------------------------------------------------------
 
 TOLERANCES = {
-    "float32": Tolerance(rtol=1e-4, atol=1e-4, per_row=True),
-    "float16": Tolerance(rtol=3e-3, atol=3e-3, per_row=True),
-    "bfloat16": Tolerance(rtol=2.5e-2, atol=2.5e-2, per_row=True),
+    "float32": Tolerance(rtol=1e-4, atol=1e-4, scale="row_or_tensor"),
+    "float16": Tolerance(rtol=3e-3, atol=3e-3, scale="row_or_tensor"),
+    "bfloat16": Tolerance(rtol=2.5e-2, atol=2.5e-2, scale="row_or_tensor"),
 }
 # Gradients go through three more matmuls and the rounding of P and dS to the input dtype; dK and dV
 # sum over every query (and over the query heads of a group).
 BACKWARD_TOLERANCES = {
-    "float32": Tolerance(rtol=6e-5, atol=6e-5, per_row=True),
-    "float16": Tolerance(rtol=2e-2, atol=2e-2, per_row=True),
-    "bfloat16": Tolerance(rtol=2e-1, atol=2e-1, per_row=True),
+    "float32": Tolerance(rtol=6e-5, atol=6e-5, scale="row_or_tensor"),
+    "float16": Tolerance(rtol=2e-2, atol=2e-2, scale="row_or_tensor"),
+    "bfloat16": Tolerance(rtol=2e-1, atol=2e-1, scale="row_or_tensor"),
 }
 
 # --------------------------------------------------------------------------------------------------
@@ -207,11 +246,13 @@ CPU_FORWARD = [
     {"shape": [1, 2, 64, 16], "causal": False},
     {"shape": [2, 2, 128, 32], "causal": False},
     {"shape": [1, 2, 256, 16], "causal": False, "scale": 0.3},
+    {"shape": [1, 2, 128, 16], "causal": False, "dist": "hostile"},
 ]
 CPU_CAUSAL = [
     {"shape": [1, 2, 64, 16], "causal": True},
     {"shape": [2, 2, 128, 32], "causal": True},
     {"shape": [1, 2, 256, 16], "causal": True, "scale": 0.5},
+    {"shape": [1, 2, 128, 32], "causal": True, "dist": "hostile"},
 ]
 CPU_GQA = [
     {"shape": [1, 4, 64, 16], "kv_heads": 1, "causal": False},
@@ -238,15 +279,19 @@ CPU_DECODE = [
     {"shape": [2, 4, 1, 16], "seq_k": 70, "causal": False},
     {"shape": [1, 8, 1, 32], "kv_heads": 2, "seq_k": 300, "causal": False},
     {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
+    {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
 ]
 
 GPU_FORWARD = [
     {"shape": [2, 8, 1024, 128], "causal": False},
     {"shape": [1, 16, 2048, 64], "causal": False},
+    {"shape": [2, 8, 1000, 64], "causal": False, "dist": "hostile"},
+    {"shape": [1, 8, 1024, 128], "causal": False, "dist": "huge"},
 ]
 GPU_CAUSAL = [
     {"shape": [2, 8, 1024, 128], "causal": True},
     {"shape": [1, 8, 2048, 64], "causal": True},
+    {"shape": [1, 8, 1024, 128], "causal": True, "dist": "hostile"},
 ]
 GPU_GQA = [
     {"shape": [2, 16, 1024, 128], "kv_heads": 2, "causal": False},
@@ -268,6 +313,7 @@ GPU_DECODE = [
     {"shape": [8, 32, 1, 128], "kv_heads": 8, "seq_k": 4096, "causal": False},
     {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False},
     {"shape": [2, 16, 1, 128], "kv_heads": 2, "seq_k": 777, "causal": False},
+    {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile"},
 ]
 
 

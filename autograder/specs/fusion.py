@@ -9,14 +9,27 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. Scale and offset are drawn per seed. GeLU inputs spread over |x| ~ 1..3, where the exact
 # GeLU and its tanh approximation differ most; `scale` stretches them (20: exp overflows in a naive
 # tanh; 0.01: GeLU ~ x/2). Softmax logits get an `offset`: +100 overflows exp without the max
 # subtraction, -100 underflows it.
+#
+# Hostile distributions, drawn to break kernels that are right on standard normals:
+# - GeLU "huge": |x| up to the dtype's largest value, both signs. x**3 overflows even in float32, so
+#   only a form whose limits are right survives (x / (1 + exp(-2u)) gives x, or -0); a sigmoid written
+#   exp(v) / (1 + exp(v)), or 0.5 * x * (1 + t) multiplied in the wrong order, gives NaN or inf.
+# - softmax "hostile": every row one of HOSTILE_ROWS, in turn. "negative": logits near -1e4, so a running
+#   maximum started at 0 (not -inf) makes every exp underflow to 0 (0 / 0); "equal": one value repeated,
+#   the uniform softmax; "rising": a ramp, so the maximum arrives in the last tile and every earlier
+#   partial sum must be rescaled; "masked": -inf over the first 60% of the row and half the rest (the
+#   masked logits of attention), whole tiles of it for any tile up to 0.6 N, where exp(-inf - -inf) is
+#   NaN unless handled; "huge": logits near the dtype's largest value, where exp2(x * log2(e)) overflows.
 # --------------------------------------------------------------------------------------------------
+
+HOSTILE_ROWS = ("negative", "equal", "rising", "masked", "huge")
 
 
 def _uniform(g: torch.Generator, lo: float, hi: float) -> float:
@@ -28,7 +41,33 @@ def make_gelu_inputs(params: Params, g: torch.Generator, device: torch.device) -
     scale = params.get("scale", 1.0) * math.exp(_uniform(g, math.log(0.7), math.log(2.5)))
     offset = _uniform(g, -0.5, 0.5) * scale
     x = torch.randn(shape, generator=g, device=device) * scale + offset
-    return {"x": x.to(dtype)}
+    if params.get("dist") == "huge":  # magnitudes from a quarter of the dtype's largest value to all of it
+        biggest = torch.finfo(dtype).max
+        x = torch.sign(x) * torch.empty(shape, device=device).uniform_(0.25, 1.0, generator=g) * biggest
+    return read_fenced({"x": x.to(dtype)})
+
+
+def _hostile_rows(x: torch.Tensor, dtype: torch.dtype, g: torch.Generator) -> torch.Tensor:
+    """x (R, N) float32 with row r redrawn as the hostile kind HOSTILE_ROWS[r % 5]."""
+    n_rows, n = x.shape
+    out = x.clone()
+    ramp = torch.linspace(-20.0, 20.0, n, device=x.device)
+    for r in range(n_rows):
+        kind = HOSTILE_ROWS[r % len(HOSTILE_ROWS)]
+        if kind == "negative":
+            out[r] = x[r] - 1e4
+        elif kind == "equal":
+            out[r] = x[r, 0]
+        elif kind == "rising":
+            out[r] = ramp + 0.25 * x[r]
+        elif kind == "masked":
+            masked = torch.rand(n, generator=g, device=x.device) < 0.5
+            masked[: math.ceil(0.6 * n)] = True
+            masked[-1] = False  # at least one logit per row is finite: softmax is defined
+            out[r] = x[r].masked_fill(masked, float("-inf"))
+        else:
+            out[r] = torch.finfo(dtype).max * torch.empty(n, device=x.device).uniform_(0.5, 1.0, generator=g)
+    return out
 
 
 def make_softmax_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
@@ -36,7 +75,9 @@ def make_softmax_inputs(params: Params, g: torch.Generator, device: torch.device
     scale = params.get("scale", 1.0) * math.exp(_uniform(g, math.log(0.5), math.log(4.0)))
     offset = params.get("offset", 0.0) + _uniform(g, -1.0, 1.0) * scale
     x = torch.randn(shape, generator=g, device=device) * scale + offset  # (..., N) logits
-    return {"x": x.to(dtype)}
+    if params.get("dist") == "hostile":
+        x = _hostile_rows(x.reshape(-1, shape[-1]), dtype, g).reshape(shape)
+    return read_fenced({"x": x.to(dtype)})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -139,6 +180,7 @@ CPU_GELU = [
     {"shape": [100003]},
     {"shape": [9, 96], "scale": 20.0},
     {"shape": [5, 300], "scale": 0.01},
+    {"shape": [7, 300], "dist": "huge"},
 ]
 GPU_GELU = [
     {"shape": [4096, 4096]},
@@ -149,11 +191,14 @@ GPU_GELU = [
     {"shape": [1000003]},
     {"shape": [512, 4096], "scale": 20.0},
     {"shape": [64, 1000], "scale": 0.01},
+    {"shape": [64, 1000], "dist": "huge"},
 ]
 # Rows of 10000 columns make a tile of 16384; rows of 40000 are longer than MAX_FUSED_COLS = 32768
 # and take the looped path; offsets of +-100
 # overflow or underflow exp unless the row max is subtracted first; rows that are not powers of two
-# leave masked lanes in the last tile.
+# leave masked lanes in the last tile. The hostile rows come once in one tile (3000 columns) and once
+# in the looped path, 36865 = 9 * 4096 + 1 columns: the last tile holds one column, which a loop that
+# stops one element short of the row (for any power-of-two tile up to 4096) never reads or writes.
 CPU_SOFTMAX = [
     {"shape": [1]},
     {"shape": [3, 100]},
@@ -166,6 +211,8 @@ CPU_SOFTMAX = [
     {"shape": [5, 300], "offset": 100.0},
     {"shape": [4, 77], "offset": -100.0},
     {"shape": [6, 50], "scale": 10.0},
+    {"shape": [10, 3000], "dist": "hostile"},
+    {"shape": [5, 36865], "dist": "hostile"},
 ]
 GPU_SOFTMAX = [
     {"shape": [4096, 4096]},
@@ -179,6 +226,8 @@ GPU_SOFTMAX = [
     {"shape": [512, 4096], "offset": 100.0},
     {"shape": [64, 1000], "offset": -100.0},
     {"shape": [256, 1000], "scale": 10.0},
+    {"shape": [40, 3000], "dist": "hostile"},
+    {"shape": [10, 36865], "dist": "hostile"},
 ]
 
 

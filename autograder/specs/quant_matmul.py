@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.checking import attach_term_scale
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 from course.int4 import pack_int4, unpack_int4  # noqa: F401  (the format the inputs use; tests and notebooks reach it here too)
 
 # --------------------------------------------------------------------------------------------------
@@ -43,12 +44,33 @@ def _scales(shape: tuple[int, ...], g: torch.Generator, device: torch.device, un
     return (torch.rand(shape, generator=g, device=device) * 1.5 + 0.25) * unit
 
 
+# The hostile distribution "extreme": every weight at an end of its code range (int8 -128 or 127; 4-bit
+# codes 0 or 15, that is -8 or 7 after the zero point), where a sign extension, a nibble mask or a zero
+# point that is off shows at full size; and scales spread over EXTREME_DECADES orders of magnitude each
+# way between channels (W8A16) or groups (W4A16), so that a scale read from the wrong channel or group is
+# wrong by up to 10^4 (10^2 in float16, whose scales must stay normal numbers).
+EXTREME_DECADES = {"float32": 2.0, "bfloat16": 2.0, "float16": 1.0}
+
+
+def _extreme_codes(shape: tuple[int, int], low: int, high: int, g: torch.Generator, device: torch.device) -> torch.Tensor:
+    pick = torch.rand(shape, generator=g, device=device) < 0.5
+    return torch.where(pick, torch.full(shape, low, device=device), torch.full(shape, high, device=device))
+
+
+def _spread(scales: torch.Tensor, params: Params, g: torch.Generator) -> torch.Tensor:
+    decades = EXTREME_DECADES[params["dtype"]]
+    return scales * 10.0 ** (torch.rand(scales.shape, generator=g, device=scales.device) * 2 * decades - decades)
+
+
 def make_w8_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     dtype, n, k = DTYPES[params["dtype"]], params["N"], params["K"]
     x = _activations(params, g, device)
     w = torch.randint(-127, 128, (n, k), generator=g, device=device, dtype=torch.int8)  # (N, K)
     scales = _scales((n,), g, device, 0.5 / 127)  # (N,): weights up to about 0.9 in magnitude
-    return {"x": x.to(dtype), "w_int8": w, "scales": scales.to(dtype)}
+    if params.get("dist") == "extreme":
+        w = _extreme_codes((n, k), -128, 127, g, device).to(torch.int8)
+        scales = _spread(scales, params, g)
+    return read_fenced({"x": x.to(dtype), "w_int8": w, "scales": scales.to(dtype)})
 
 
 def make_w4_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
@@ -56,7 +78,10 @@ def make_w4_inputs(params: Params, g: torch.Generator, device: torch.device) -> 
     x = _activations(params, g, device)
     q = torch.randint(0, 16, (n, k), generator=g, device=device, dtype=torch.uint8)  # (N, K)
     scales = _scales((n, k // group), g, device, 0.5 / 7)  # (N, K // G)
-    return {"x": x.to(dtype), "w_packed": pack_int4(q), "scales": scales.to(dtype)}
+    if params.get("dist") == "extreme":
+        q = _extreme_codes((n, k), 0, 15, g, device).to(torch.uint8)
+        scales = _spread(scales, params, g)
+    return read_fenced({"x": x.to(dtype), "w_packed": pack_int4(q), "scales": scales.to(dtype)})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -73,12 +98,19 @@ def dequantize_w4(inputs: Tensors, group_size: int, dtype: torch.dtype = torch.f
     return (q - 8) * inputs["scales"].to(dtype).repeat_interleave(group_size, dim=1)
 
 
+def _product(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x @ w.T (M, N) in float64, marked with the size of its terms (autograder.checking.attach_term_scale):
+    with scales that differ by orders of magnitude, each output is judged against its own terms."""
+    x = x.double()
+    return attach_term_scale(x @ w.T, (x * x @ (w * w).T).sqrt())
+
+
 def reference_w8(inputs: Tensors, params: Params) -> Tensors:
-    return {"y": inputs["x"].double() @ dequantize_w8(inputs).T}
+    return {"y": _product(inputs["x"], dequantize_w8(inputs))}
 
 
 def reference_w4(inputs: Tensors, params: Params) -> Tensors:
-    return {"y": inputs["x"].double() @ dequantize_w4(inputs, params["group_size"]).T}
+    return {"y": _product(inputs["x"], dequantize_w4(inputs, params["group_size"]))}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -183,13 +215,21 @@ TOLERANCES = {
 }
 
 # Small float32 shapes for the interpreter: N odd, K a multiple of neither 64 nor 128 (W8A16), several
-# groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it.
+# groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it. Then
+# cases that reach every path of the reference's kernels: whole steps (K = 256) in the GEMV and the dot,
+# a one-row product of K = 2049 whose split-K programs walk several steps each (the last holding one
+# weight), the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program, and 40 x 130
+# products, several tiles of the dot kernels each way.
 CPU_W8 = [
     {"M": 1, "K": 100, "N": 37},
     {"M": 3, "K": 64, "N": 5},
     {"M": 5, "K": 257, "N": 19},
     {"M": 1, "K": 1000, "N": 61},
     {"M": 4, "K": 130, "N": 33},
+    {"M": 1, "K": 256, "N": 20, "dist": "extreme"},
+    {"M": 1, "K": 2049, "N": 96},
+    {"M": 3, "K": 256, "N": 20, "dist": "extreme"},
+    {"M": 40, "K": 200, "N": 130, "dist": "extreme"},
 ]
 CPU_W4 = [
     {"M": 1, "K": 64, "N": 37, "group_size": 32},
@@ -198,6 +238,8 @@ CPU_W4 = [
     {"M": 1, "K": 512, "N": 33, "group_size": 32},
     {"M": 2, "K": 384, "N": 17, "group_size": 128},
     {"M": 4, "K": 160, "N": 9, "group_size": 16},
+    {"M": 1, "K": 2048, "N": 130, "group_size": 256, "dist": "extreme"},
+    {"M": 40, "K": 192, "N": 130, "group_size": 64},
 ]
 # LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
 # small-batch sizes, and odd ones: N not a multiple of any block, K not a power of two.
@@ -207,6 +249,7 @@ GPU_W8 = [
     {"M": 64, "K": 14336, "N": 4096},
     {"M": 256, "K": 4096, "N": 1000},
     {"M": 7, "K": 1001, "N": 999},
+    {"M": 5, "K": 4096, "N": 1000, "dist": "extreme"},
 ]
 GPU_W4 = [
     {"M": 1, "K": 4096, "N": 14336, "group_size": 128},
@@ -215,6 +258,9 @@ GPU_W4 = [
     {"M": 256, "K": 4096, "N": 4096, "group_size": 128},
     {"M": 3, "K": 4096, "N": 1000, "group_size": 64},
     {"M": 100, "K": 1024, "N": 999, "group_size": 32},
+    {"M": 1, "K": 4096, "N": 2000, "group_size": 256, "dist": "extreme"},
+    {"M": 32, "K": 4096, "N": 1000, "group_size": 128, "dist": "extreme"},
+    {"M": 2, "K": 4096, "N": 1000, "group_size": 128},  # two rows through the GEMV (H100/H200 settings)
 ]
 
 

@@ -7,7 +7,7 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. Scale, offset and weights are drawn per seed, so that neither a zero output, nor x passed
@@ -19,20 +19,40 @@ def _uniform(g: torch.Generator, lo: float, hi: float) -> float:
     return lo + (hi - lo) * torch.rand((), generator=g, device=g.device).item()
 
 
+# The hostile distribution "extremes": every row one of EXTREME_ROWS, in turn. "tiny": x ~ 1e-5, so
+# mean(x^2) ~ 1e-10 is far below eps and eps alone sets the scale (eps left out, or added outside the
+# square root, changes these rows by orders of magnitude); "zero": a row of zeros, whose output is 0 and
+# whose rstd is 1/sqrt(eps); "huge": x near HUGE[dtype], where x * x overflows float16 arithmetic
+# (8e3^2 > 65504) but not float32; "spike": the row's energy in its first and last elements (a thousand
+# times the rest), so a sum that skips the first or the last column of a row is far off; "normal". Each
+# row is judged on its own size (scale "row").
+EXTREME_ROWS = ("tiny", "zero", "huge", "spike", "normal")
+HUGE = {"float32": 1e15, "bfloat16": 1e15, "float16": 8e3}  # float32 sums of N squares stay finite; |x| < 65504
+
+
 def make_forward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     shape, dtype = tuple(params["shape"]), DTYPES[params["dtype"]]
     scale = params.get("scale", 1.0) * math.exp(_uniform(g, math.log(0.25), math.log(4.0)))
     offset = _uniform(g, -0.5, 0.5) * scale
     x = torch.randn(shape, generator=g, device=device) * scale + offset  # (..., N)
+    if params.get("dist") == "extremes":
+        rows = x.reshape(-1, shape[-1])
+        kinds = torch.arange(rows.shape[0], device=device) % len(EXTREME_ROWS)
+        factor = torch.tensor([1e-5 / scale, 0.0, HUGE[params["dtype"]] / scale, 1.0, 1.0], device=device)[kinds]
+        rows = rows * factor[:, None]
+        spikes = kinds == EXTREME_ROWS.index("spike")
+        rows[spikes, 0] *= 1e3
+        rows[spikes, -1] *= 1e3
+        x = rows.reshape(shape)
     weight = torch.randn(shape[-1], generator=g, device=device) * 0.8 + 0.3  # (N,)
-    return {"x": x.to(dtype), "weight": weight.to(dtype)}
+    return read_fenced({"x": x.to(dtype), "weight": weight.to(dtype)})
 
 
 def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     inputs = make_forward_inputs(params, g, device)
     dy = torch.randn(tuple(params["shape"]), generator=g, device=device)  # (..., N)
     inputs["dy"] = dy.to(DTYPES[params["dtype"]])
-    return inputs
+    return read_fenced(inputs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -105,20 +125,25 @@ def forward_bytes(params: Params) -> int:
 # u = 2^-11 / 2^-8 relative; each rtol is 4u, so a kernel that rounds twice (as Llama's reference
 # code does, x * rstd rounded and then times weight) passes with a 2x margin, while the next lower
 # precision (bf16 arithmetic for fp16, fp8 for bf16) fails: tests/test_tolerances.py shows both.
+# Each element's atol is scaled by the mean |y| of its own row (scale "row"): rows are normalised, so they
+# share one size, except where eps dominates (x near zero), and those rows are judged on their own size.
 TOLERANCES = {
-    "float32": Tolerance(rtol=1e-5, atol=1e-5),
-    "float16": Tolerance(rtol=2e-3, atol=1e-5),
-    "bfloat16": Tolerance(rtol=1.6e-2, atol=1e-5),
+    "float32": Tolerance(rtol=1e-5, atol=1e-5, scale="row"),
+    "float16": Tolerance(rtol=2e-3, atol=1e-5, scale="row"),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=1e-5, scale="row"),
 }
 # dweight sums over every row, so its float32 accumulation error grows with the number of rows.
 BACKWARD_TOLERANCES = {
-    "float32": Tolerance(rtol=1e-5, atol=2e-5),
-    "float16": Tolerance(rtol=2e-3, atol=2e-5),
-    "bfloat16": Tolerance(rtol=1.6e-2, atol=2e-5),
+    "float32": Tolerance(rtol=1e-5, atol=2e-5, scale="row"),
+    "float16": Tolerance(rtol=2e-3, atol=2e-5, scale="row"),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=2e-5, scale="row"),
 }
 
 # Small float32 shapes for the interpreter: none a power of two past 1, some with rows longer than
 # one tile (20001 > 16384 columns), several leading dimensions, and rows small enough that eps matters.
+# The hostile rows come in one tile (2500 columns) and in two, the second holding one column (16385 =
+# 16384 + 1: a loop one element short misses it); in the backward's (its only looped case), 5 rows share
+# the interpreter's 4 programs, so one adds two rows into its dweight partial.
 CPU_FORWARD = [
     {"shape": [1], "eps": 1e-6},
     {"shape": [3, 100], "eps": 1e-6},
@@ -129,6 +154,8 @@ CPU_FORWARD = [
     {"shape": [3, 20001], "eps": 1e-6},
     {"shape": [9, 96], "eps": 1e-5, "scale": 1e-3},
     {"shape": [5, 300], "eps": 0.1},
+    {"shape": [8, 2500], "eps": 1e-6, "dist": "extremes"},
+    {"shape": [5, 16385], "eps": 1e-6, "dist": "extremes"},
 ]
 GPU_FORWARD = [
     {"shape": [4096, 4096], "eps": 1e-6},
@@ -139,6 +166,7 @@ GPU_FORWARD = [
     {"shape": [2, 3, 20001], "eps": 1e-6},
     {"shape": [512, 4096], "eps": 1e-5, "scale": 1e-3},
     {"shape": [1000, 96], "eps": 0.1},
+    {"shape": [64, 4096], "eps": 1e-6, "dist": "extremes"},
 ]
 CPU_BACKWARD = [
     {"shape": [1, 50], "eps": 1e-6},
@@ -146,8 +174,8 @@ CPU_BACKWARD = [
     {"shape": [2, 5, 129], "eps": 1e-5},
     {"shape": [70, 33], "eps": 1e-6},
     {"shape": [7, 1000], "eps": 1e-6},
-    {"shape": [3, 20001], "eps": 1e-6},
     {"shape": [9, 96], "eps": 1e-5, "scale": 1e-3},
+    {"shape": [5, 16385], "eps": 1e-6, "dist": "extremes"},
 ]
 GPU_BACKWARD = [
     {"shape": [4096, 4096], "eps": 1e-6},
@@ -156,6 +184,7 @@ GPU_BACKWARD = [
     {"shape": [3, 77, 2048], "eps": 1e-6},
     {"shape": [2, 3, 20001], "eps": 1e-6},
     {"shape": [512, 4096], "eps": 1e-5, "scale": 1e-3},
+    {"shape": [64, 4096], "eps": 1e-6, "dist": "extremes"},
 ]
 
 

@@ -8,12 +8,16 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. x has a random scale and offset; the tables are real rotary tables with a random base and a
 # random first position, so every position has its own angles and the high-frequency pairs turn by
 # whole radians. Only the lowest frequencies barely turn: a bug shows in the other columns.
+# The hostile distribution "far" starts the positions between 2**16 and 2**20 (a long context): there
+# the lowest frequencies turn by radians too (cos far from 1, sin far from 0), so a kernel that gets the
+# last pairs of a row wrong (its mask, its table column, the rotation's sign) cannot hide behind cos = 1.
+# Its CPU case has 303 rows, enough that the launch packs several into a program, and one program short.
 # --------------------------------------------------------------------------------------------------
 
 
@@ -35,15 +39,17 @@ def make_forward_inputs(params: Params, g: torch.Generator, device: torch.device
     x = torch.randn(shape, generator=g, device=device) * scale + offset
     base = math.exp(_uniform(g, math.log(1e3), math.log(1e6)))
     start = int(_uniform(g, 0, 4096))
+    if params.get("dist") == "far":  # positions past 2**16: even the lowest frequencies turn by radians
+        start = int(_uniform(g, 2**16, 2**20))
     cos, sin = make_tables(shape[2], shape[3], base, start, device)
-    return {"x": x.to(dtype), "cos": cos, "sin": sin}
+    return read_fenced({"x": x.to(dtype), "cos": cos, "sin": sin})
 
 
 def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     inputs = make_forward_inputs(params, g, device)
     dy = torch.randn(tuple(params["shape"]), generator=g, device=device)  # (B, H, S, D)
     inputs["dy"] = dy.to(DTYPES[params["dtype"]])
-    return inputs
+    return read_fenced(inputs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -143,6 +149,7 @@ CPU_FORWARD = [
     {"shape": [2, 8, 20, 32]},
     {"shape": [2, 2, 20, 32]},
     {"shape": [1, 2, 9, 130]},
+    {"shape": [1, 3, 101, 80], "dist": "far"},
 ]
 GPU_FORWARD = [
     {"shape": [1, 32, 2048, 128]},
@@ -152,6 +159,7 @@ GPU_FORWARD = [
     {"shape": [2, 20, 333, 80]},
     {"shape": [1, 4, 4097, 64]},
     {"shape": [3, 5, 77, 130]},
+    {"shape": [2, 8, 333, 128], "dist": "far"},
 ]
 CPU_BACKWARD = [
     {"shape": [1, 3, 5, 8]},
@@ -159,6 +167,7 @@ CPU_BACKWARD = [
     {"shape": [1, 2, 33, 96]},
     {"shape": [2, 2, 20, 32]},
     {"shape": [1, 2, 9, 130]},
+    {"shape": [1, 3, 101, 80], "dist": "far"},
 ]
 GPU_BACKWARD = [
     {"shape": [1, 32, 2048, 128]},
@@ -166,6 +175,7 @@ GPU_BACKWARD = [
     {"shape": [8, 32, 1, 128]},
     {"shape": [1, 32, 511, 96]},
     {"shape": [2, 20, 333, 80]},
+    {"shape": [2, 8, 333, 128], "dist": "far"},
 ]
 
 

@@ -9,7 +9,7 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. gate is spread and shifted per seed so that a good share of it is negative (where silu and
@@ -21,18 +21,27 @@ def _uniform(g: torch.Generator, lo: float, hi: float) -> float:
     return lo + (hi - lo) * torch.rand((), generator=g, device=g.device).item()
 
 
+# The hostile distribution "extremes": gate spread over |g| up to GATE_EXTREME (both signs), where exp(-g)
+# overflows float32 (past g = -88) and exp(g) too (past 88): a sigmoid written exp(g) / (1 + exp(g))
+# gives inf / inf = NaN, and silu's gradient g * (1 - s) must not turn into inf * 0. float16's range caps it.
+GATE_EXTREME = {"float32": 1e4, "bfloat16": 1e4, "float16": 6e4}
+
+
 def make_forward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     shape, dtype = tuple(params["shape"]), DTYPES[params["dtype"]]
     gate_scale = math.exp(_uniform(g, math.log(0.5), math.log(4.0)))
     gate = torch.randn(shape, generator=g, device=device) * gate_scale + _uniform(g, -1.0, 1.0)
+    if params.get("dist") == "extremes":  # |g| log-uniform from 1 to GATE_EXTREME
+        size = torch.exp(torch.rand(shape, generator=g, device=device) * math.log(GATE_EXTREME[params["dtype"]]))
+        gate = torch.sign(gate) * size
     up = torch.randn(shape, generator=g, device=device) * math.exp(_uniform(g, math.log(0.25), math.log(4.0)))
-    return {"gate": gate.to(dtype), "up": up.to(dtype)}
+    return read_fenced({"gate": gate.to(dtype), "up": up.to(dtype)})
 
 
 def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     inputs = make_forward_inputs(params, g, device)
     inputs["dy"] = torch.randn(tuple(params["shape"]), generator=g, device=device).to(DTYPES[params["dtype"]])
-    return inputs
+    return read_fenced(inputs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -108,7 +117,8 @@ TOLERANCES = {
 }
 
 # Element counts that are neither powers of two nor multiples of any block size, so the last block is
-# partial, plus a single element and several leading dimensions.
+# partial, plus a single element and several leading dimensions. The forward's hostile case has over a
+# million elements, past which the launch takes bigger blocks.
 CPU_FORWARD = [
     {"shape": [1]},
     {"shape": [3, 100]},
@@ -117,6 +127,7 @@ CPU_FORWARD = [
     {"shape": [7, 1000]},
     {"shape": [4097]},
     {"shape": [3, 20001]},
+    {"shape": [3, 349526], "dist": "extremes"},
 ]
 GPU_FORWARD = [
     {"shape": [1024, 14336]},
@@ -125,6 +136,7 @@ GPU_FORWARD = [
     {"shape": [3, 77, 8192]},
     {"shape": [5, 20001]},
     {"shape": [4097]},
+    {"shape": [64, 14336], "dist": "extremes"},
 ]
 CPU_BACKWARD = [
     {"shape": [1]},
@@ -132,6 +144,7 @@ CPU_BACKWARD = [
     {"shape": [2, 5, 129]},
     {"shape": [7, 1000]},
     {"shape": [3, 20001]},
+    {"shape": [9, 1000], "dist": "extremes"},
 ]
 GPU_BACKWARD = [
     {"shape": [1024, 14336]},
@@ -139,6 +152,7 @@ GPU_BACKWARD = [
     {"shape": [16, 14336]},
     {"shape": [3, 77, 8192]},
     {"shape": [5, 20001]},
+    {"shape": [64, 14336], "dist": "extremes"},
 ]
 
 

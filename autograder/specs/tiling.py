@@ -8,27 +8,60 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.checking import attach_term_scale
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # Shapes are written [M, K, N]: a is (M, K), b is (K, N), the result (M, N).
 
 # --------------------------------------------------------------------------------------------------
 # Inputs: zero-mean normal entries with a random scale per seed, so that a zero output, an input
 # passed through or a constant cannot land inside the tolerance, and |c| grows like sqrt(K).
+#
+# The hostile distribution "cancel": large products that cancel, in rows of very different sizes.
+# The first half of K holds pairs a1 b1, the second half (a1 + d) (-b1) with d 1% of a1, so every c is
+# the small difference of two large sums (Kahan's classic trap: a kernel that loses bits anywhere, in a
+# float16 accumulator, in tf32 products, in a reordering through a low precision, loses them against
+# terms hundreds of times larger than c). Each row of a is scaled by its own power of ten (10^-3 to 10^3;
+# 10^-2 to 10^2 in float16, whose range is small), so rows near zero sit beside rows a million times
+# larger. K odd leaves one unpaired column: a remainder no block divides.
 # --------------------------------------------------------------------------------------------------
+
+CANCEL_MAGNITUDE = {"float32": 1e3, "bfloat16": 1e3, "float16": 8.0}  # |a1| and |b1|: products up to ~1e6 (~64)
+CANCEL_ROW_DECADES = {"float32": 3.0, "bfloat16": 3.0, "float16": 2.0}
+
+
+def _cancelling(m: int, k: int, n: int, dtype_name: str, g: torch.Generator, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    half, big = k // 2, CANCEL_MAGNITUDE[dtype_name]
+    a1 = torch.randn((m, half), generator=g, device=device) * big
+    b1 = torch.randn((half, n), generator=g, device=device) * big
+    d = torch.randn((m, half), generator=g, device=device) * 1e-2
+    a_rest = torch.randn((m, k - 2 * half), generator=g, device=device) * big
+    b_rest = torch.randn((k - 2 * half, n), generator=g, device=device) * big
+    decades = CANCEL_ROW_DECADES[dtype_name]
+    rows = 10.0 ** (torch.rand((m, 1), generator=g, device=device) * 2 * decades - decades)  # (M, 1)
+    a = torch.cat((a1, a1 * (1 + d), a_rest), dim=1) * rows  # (M, K)
+    b = torch.cat((b1, -b1, b_rest), dim=0)  # (K, N)
+    return a, b
 
 
 def make_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     m, k, n = params["shape"]
     dtype = DTYPES[params["dtype"]]
+    if params.get("dist") == "cancel":
+        a, b = _cancelling(m, k, n, params["dtype"], g, device)
+        return read_fenced({"a": a.to(dtype), "b": b.to(dtype)})
     scale = math.exp(math.log(0.5) + math.log(4.0) * torch.rand((), generator=g, device=g.device).item())
     a = torch.randn((m, k), generator=g, device=device) * scale  # (M, K)
     b = torch.randn((k, n), generator=g, device=device) / math.sqrt(scale)  # (K, N)
-    return {"a": a.to(dtype), "b": b.to(dtype)}
+    return read_fenced({"a": a.to(dtype), "b": b.to(dtype)})
 
 
 def reference(inputs: Tensors, params: Params) -> Tensors:
-    return {"c": inputs["a"].double() @ inputs["b"].double()}  # (M, N): float64 products of the rounded inputs
+    """c (M, N) = float64 products of the rounded inputs, marked with the size of its terms: an element is
+    judged against sqrt(2/pi) * sqrt(sum_k a_ik^2 b_kj^2), which is E|c| for random inputs (so the
+    tolerances below, measured as fractions of mean|c|, hold) and stays large where the terms cancel."""
+    a, b = inputs["a"].double(), inputs["b"].double()
+    return {"c": attach_term_scale(a @ b, (a * a @ (b * b)).sqrt())}
 
 
 def cublas(inputs: Tensors, params: Params) -> torch.Tensor:
@@ -57,8 +90,10 @@ def flops(params: Params) -> int:
 # --------------------------------------------------------------------------------------------------
 # Tolerances, per dtype and scaled with K.
 #
-# An element passes when |c - ref| <= atol * mean|ref| + rtol * |ref| (autograder.checking.compare). An
-# honest kernel makes three kinds of error:
+# An element passes when |c - ref| <= atol * T + rtol * |ref| (autograder.checking.compare), with T the
+# size of the element's terms (see `reference`): T is mean|ref| on random inputs, where the numbers below
+# were measured, and keeps an honest float32 sum of cancelling terms inside the tolerance. An honest
+# kernel makes three kinds of error:
 #   - rounding c once to the output dtype: at most u |ref| (u = 2^-11 for float16, 2^-8 for bfloat16,
 #     2^-24 for float32): rtol = 2u leaves a 2x margin;
 #   - summing K products in float32: relative to mean|ref| this grows with K. Rounding to nearest would
@@ -107,6 +142,7 @@ CPU_CASES = [
     {"shape": [45, 1000, 33]},
     {"shape": [129, 33, 1]},
     {"shape": [70, 200, 130]},
+    {"shape": [37, 333, 29], "dist": "cancel"},
 ]
 # GPU shapes: Llama-sized layers (4096 hidden, 14336 MLP, 2048 tokens), one-token decode, the 1793 cube
 # (rows not 16-byte aligned), and small shapes that are multiples of nothing.
@@ -119,6 +155,7 @@ GPU_CASES = [
     {"shape": [1000, 333, 777]},
     {"shape": [127, 8192, 129]},
     {"shape": [3, 5, 7]},
+    {"shape": [257, 1999, 131], "dist": "cancel"},
 ]
 
 

