@@ -33,9 +33,9 @@ from pathlib import Path
 import torch
 
 from autograder import runner
-from autograder.grade import Seeds, _correctness  # the grader's own case loop, one case at a time
+from autograder.grade import Limits, Seeds, _correctness  # the grader's own case loop, one case at a time
 from autograder.mutation import OPERATORS, Mutant, mutants
-from autograder.runner import Worker, WorkerLost
+from autograder.runner import Replayer, Worker, WorkerLost
 from autograder.spec import Case, Part
 from autograder.specs import SLUGS, load_spec
 
@@ -159,8 +159,10 @@ def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed:
     try:
         path = folder / slug / "kernels.py"
         path.parent.mkdir()
-        path.write_text(mutant.apply(source))
+        mutated = mutant.apply(source)
+        path.write_text(mutated)
         worker = Worker(slug, path, "cpu", import_timeout=IMPORT_TIMEOUT)
+        replayer = Replayer(slug, path, mutated, "cpu")  # the grader judges the replay of each call too
         try:
             try:
                 worker.start()
@@ -169,7 +171,8 @@ def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed:
             for part, case in order.ordered(first):
                 key = case_key(part, case)
                 seeds = Seeds(_case_seed(seed, key))
-                result = _correctness(spec, part, [case], "cpu", worker, device, seeds, timeout, lambda s: None)[0]
+                result = _correctness(spec, part, [case], "cpu", worker, replayer, device, seeds, Limits(timeout),
+                                      lambda s: None)[0]
                 if result.status != "passed":
                     order.kills[key] += 1
                     outcome.status, outcome.case, outcome.result = "killed", key, result.status
@@ -177,6 +180,7 @@ def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed:
                     break
         finally:
             worker.cleanup()
+            replayer.cleanup()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     outcome.seconds = round(time.perf_counter() - started, 2)

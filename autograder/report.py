@@ -55,30 +55,41 @@ def print_result(console: Console, result: AssignmentResult, verbose: bool = Fal
     console.print()
 
 
+def _rounded_parts(values: list[float], digits: int = 4) -> list[float]:
+    """Each value rounded so that the rounded values add up to the rounded total (of cases worth 60/27 points
+    each, one shows 2.2222 and another 2.2223): Gradescope's tests then add up to the score it shows."""
+    out, before, running = [], 0.0, 0.0
+    for v in values:
+        running += v
+        after = round(running, digits)
+        out.append(round(after - before, digits))
+        before = after
+    return out
+
+
 def gradescope_json(results: list[AssignmentResult], header: str = "",
                     hints: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """Gradescope's results.json: one test per case, speed-ups on the leaderboard, and the hint levels the
     student asked for (task -> levels) in the output and in extra_data."""
     tests = []
     leaderboard = []
-    for r in results:
-        for c in r.cases:
-            if c.max_score == 0 and c.status == "skipped":
-                continue
-            tests.append({
-                "name": f"{r.slug} · {c.task}{' (bonus)' if c.bonus else ''}{' speed' if c.kind == 'speed' else ''} · {c.name}",
-                "score": round(c.score, 4),
-                "max_score": round(c.max_score, 4),
-                "status": "passed" if c.status == "passed" else "failed",
-                "output": c.message,
-                "visibility": "visible",
-                "tags": [r.slug, c.task, c.kind],
-            })  # fmt: skip
-            if c.kind == "speed" and "speedup" in c.extra:
-                leaderboard.append({"name": f"{r.slug} {c.name} speed-up", "value": round(c.extra["speedup"], 3)})
+    shown = [(r, c) for r in results for c in r.cases if not (c.max_score == 0 and c.status == "skipped")]
+    for (r, c), max_score in zip(shown, _rounded_parts([c.max_score for _, c in shown])):
+        score = max_score if c.score >= c.max_score else round(c.score * max_score / c.max_score, 4) if c.max_score else 0.0
+        tests.append({
+            "name": f"{r.slug} · {c.task}{' (bonus)' if c.bonus else ''}{' speed' if c.kind == 'speed' else ''} · {c.name}",
+            "score": score,
+            "max_score": max_score,
+            "status": "passed" if c.status == "passed" else "failed",
+            "output": c.message,
+            "visibility": "visible",
+            "tags": [r.slug, c.task, c.kind],
+        })  # fmt: skip
+        if c.kind == "speed" and "speedup" in c.extra:
+            leaderboard.append({"name": f"{r.slug} {c.name} speed-up", "value": round(c.extra["speedup"], 3)})
     notes = [r.note for r in results if r.note]
     return {
-        "score": round(sum(r.score(False) + r.score(True) for r in results), 4),
+        "score": round(sum(t["score"] for t in tests), 4),  # what the tests add up to, as Gradescope shows them
         "output": "\n".join([header, *sorted(set(notes)), describe(hints or {})]).strip(),
         "extra_data": {"hints_used": hints or {}},
         "visibility": "visible",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from autograder.checking import check_meta, compare
@@ -107,3 +108,29 @@ def test_infinite_reference_elements_must_be_matched_and_do_not_inflate_the_scal
     off = ref.clone()
     off[0, 0] = 1.5  # mean|ref| over the finite elements is 1.5, not inf: a 50% error fails
     assert not compare("y", off, ref, TOL).ok
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_subnormal_tie_rounded_either_way_passes_and_two_spacings_off_fails(dtype: torch.dtype) -> None:
+    # Found on an H100: GeLU of tiny float16 inputs is x/2 of a subnormal, a tie between two subnormals.
+    info = torch.finfo(dtype)
+    spacing = info.smallest_normal * info.eps
+    ref = torch.tensor([1.5 * spacing, -1.5 * spacing, 9.5 * spacing], dtype=torch.float64)
+    tol = Tolerance(rtol=2e-3, atol=1e-5)
+    for rounded in ([1, -1, 9], [2, -2, 10]):
+        out = (torch.tensor(rounded, dtype=torch.float64) * spacing).to(dtype)
+        assert compare("y", out, ref, tol).ok, rounded
+    far = (torch.tensor([4.0, -1.0, 9.0], dtype=torch.float64) * spacing).to(dtype)
+    verdict = compare("y", far, ref, tol)
+    assert not verdict.ok and "index (0)" in verdict.message
+
+
+def test_a_reference_past_the_dtype_range_accepts_the_correctly_rounded_infinity_only() -> None:
+    # Found on an H100: SwiGLU of float16 inputs near the dtype's limit, 78312.7, is inf in float16.
+    ref = torch.tensor([78312.7, -66865.3, 1000.0], dtype=torch.float64)
+    tol = Tolerance(rtol=7.5e-4, atol=1e-5)
+    assert compare("y", torch.tensor([float("inf"), -float("inf"), 1000.0], dtype=torch.float16), ref, tol).ok
+    for wrong in ([-float("inf"), -float("inf"), 1000.0], [65504.0, -float("inf"), 1000.0]):
+        assert not compare("y", torch.tensor(wrong, dtype=torch.float16), ref, tol).ok, wrong
+    # in float32 the same values are representable: an infinity is wrong there
+    assert not compare("y", torch.tensor([float("inf"), -66865.3, 1000.0]), ref, tol).ok

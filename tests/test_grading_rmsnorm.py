@@ -130,7 +130,7 @@ def test_a_hung_kernel_costs_one_time_limit_and_the_rest_of_its_part_is_not_run(
     assert forward[hung][1][0] == "timeout" and "took longer than 8 s" in forward[hung][1][1], forward[hung]
     for name, (status, message) in forward[hung + 1 :]:  # after it: reported at once, not run
         assert status == "skipped" and f"Not run: case {HANG} ran out of time" in message, (name, message)
-    assert result.score(False) == pytest.approx(60 * hung / 9)
+    assert result.score(False) == pytest.approx(60 * hung / len(forward))
     # The backward calls the same forward and hangs too: once something hung, a case gets a quarter of the limit.
     backward = cases(result, BACKWARD)
     assert backward[HANG][0] == "timeout" and "took longer than 2 s" in backward[HANG][1], backward[HANG]
