@@ -225,8 +225,9 @@ class Child:
             return None
         import select
 
-        readable, _, _ = select.select([self._status], [], [], wait)
-        if not readable:
+        poller = select.poll()  # not select.select: a grader running many workers holds descriptors past 1024
+        poller.register(self._status, select.POLLIN | select.POLLHUP)
+        if not poller.poll(max(0.0, wait) * 1000.0):
             return None
         data = os.read(self._status, 4)
         os.close(self._status)

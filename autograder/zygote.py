@@ -96,9 +96,12 @@ def main(control_fd: int) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     status_pipes: dict[int, int] = {}
     _send(control, {"ready": os.getpid(), "threads": _thread_count(), "cuda_touched": _cuda_touched()})
+    poller = select.poll()  # not select.select: descriptors may pass 1024 when many children run
+    poller.register(control, select.POLLIN | select.POLLHUP)
+    poller.register(wake_r, select.POLLIN)
     while True:
         try:
-            readable, _, _ = select.select([control, wake_r], [], [])
+            readable = [fd for fd, _ in poller.poll()]
         except InterruptedError:
             continue
         if wake_r in readable:
@@ -108,7 +111,7 @@ def main(control_fd: int) -> None:
             except BlockingIOError:
                 pass
         _reap(status_pipes)
-        if control not in readable:
+        if control.fileno() not in readable:
             continue
         try:
             request, fds = _receive(control)
@@ -176,14 +179,23 @@ def _reap(status_pipes: dict[int, int]) -> None:
 
 
 def _cuda_touched() -> bool:
-    """Whether the CUDA driver is loaded here (a forked child could then not use the GPU)."""
+    """Whether CUDA was initialised here (a forked child could then not use the GPU).
+
+    Loading the driver library is harmless (importing PyTorch built for CUDA does it); calling cuInit is
+    not. The driver says which: cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED (3) before cuInit.
+    """
     try:
         import torch
 
         if torch.cuda.is_initialized():
             return True
         with open(f"/proc/{os.getpid()}/maps") as f:
-            return "libcuda.so" in f.read()
+            if "libcuda.so" not in f.read():
+                return False
+        import ctypes
+
+        count = ctypes.c_int()
+        return ctypes.CDLL("libcuda.so.1").cuDeviceGetCount(ctypes.byref(count)) != 3
     except OSError:
         return False
 

@@ -16,12 +16,23 @@ def interpreter_requested() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _cuda_present() -> bool:
+    """Whether a CUDA GPU is visible, asked through NVML where PyTorch can: torch.cuda.is_available() calls
+    cuInit, and a process that has called it cannot fork children that use the GPU (the grader forks its
+    workers from a process that imported this module)."""
+    try:
+        count = torch.cuda._device_count_nvml()  # -1 when NVML cannot answer
+    except Exception:  # noqa: BLE001 - a private helper: any failure means "ask the usual way"
+        count = -1
+    return count > 0 if count >= 0 else torch.cuda.is_available()
+
+
 def setup_triton() -> torch.device:
     """Pick the device kernels run on, turning the CPU interpreter on when there is no GPU.
 
     Returns the torch device that inputs should live on: `cuda` on a GPU, `cpu` under the interpreter.
     """
-    if not interpreter_requested() and not torch.cuda.is_available():
+    if not interpreter_requested() and not _cuda_present():
         os.environ["TRITON_INTERPRET"] = "1"
     return torch.device("cpu") if interpreter_requested() else torch.device("cuda")
 
