@@ -227,6 +227,20 @@ def write_store(slug: str, outcomes: list[Outcome], fingerprint: str, folder: Pa
 Progress = Callable[[str], None]
 
 
+def check_solution_passes(slug: str, source: str, order: CaseOrder, seed: int, timeout: float) -> None:
+    """Grade the unmutated solution the way every mutant is graded; raise if a case fails. A case that the
+    solution itself fails here (a Triton version's interpreter, a machine's limits) would otherwise be
+    counted as killing every mutant that reaches it."""
+    itself = Mutant("(the solution itself)", "none", "", "", 0, "", "", 0, 0, (0, 0))
+    outcome = grade_mutant(slug, source, itself, order, seed, timeout)
+    if outcome.status == "killed":
+        raise RuntimeError(
+            f"The {slug} solution itself does not pass {outcome.case} on this machine ({outcome.result}: "
+            f"{outcome.message}). Mutants graded here would be counted as killed by that case; grade the "
+            f"solution (python -m autograder grade {slug} --solutions --device cpu) and fix what it reports first."
+        )
+
+
 def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, jobs: int = 1,
         timeout: float = CASE_TIMEOUT, store: Path | None = RESULTS, progress: Progress = print) -> list[Outcome]:
     """Grade the mutants of one solution (all, or `only`), reusing the stored outcomes that still hold.
@@ -256,6 +270,8 @@ def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, j
         else:
             todo.append(m)
     progress(f"{slug}: {len(chosen)} mutants, {len(chosen) - len(todo)} outcomes reused, {len(todo)} to grade")
+    if todo and store is not None:
+        check_solution_passes(slug, source, order, seed, timeout)
     last_write = time.monotonic()
 
     def one(m: Mutant) -> Outcome:
