@@ -99,3 +99,14 @@ def test_the_spilling_submission_is_correct_and_its_diagnosis_names_the_spills()
     k = facts_from_cubin("_rows_kernel", (16384 // 2,), compiled)
     assert k.registers <= 255 and k.spilled > 0 and k.num_warps == 1
     assert f"_rows_kernel spills {k.spilled} registers per thread" in diagnose([k], H100, slow=True).advice
+
+
+def test_a_launched_kernel_gives_its_facts_and_an_interpreted_one_none() -> None:
+    from types import SimpleNamespace
+
+    from autograder.diagnose import facts_from_compiled
+
+    compiled = SimpleNamespace(metadata=SimpleNamespace(num_warps=8, shared=49152), n_regs=96, n_spills=3)
+    assert facts_from_compiled("k", (4, 2), compiled) == KernelFacts("k", (4, 2), 8, 96, 3, 49152)
+    assert facts_from_compiled("k", (4, 2), None) is None
+    assert KernelFacts.from_plain(KernelFacts("k", (4, 2), 8, 96, 3, 49152).plain()).programs == 8
