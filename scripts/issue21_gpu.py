@@ -52,12 +52,31 @@ def part_diagnose() -> dict[str, Any]:
                          "kernels": c.extra.get("kernels")} for c in speed]  # fmt: skip
         for c in speed:
             say(f"[diagnose] {label} {c.name}: {c.status} {c.score:.2f}/{c.max_score:g}: {c.message}")
+    found["cubin_vs_driver"] = _cubin_agrees_with_the_driver()
+    say(f"[diagnose] the CPU path (cuobjdump on the cubin) against the driver: {found['cubin_vs_driver']}")
     slow = found["slow_spills"][0]["message"] if found["slow_spills"] else ""
     good = found["solution"][0]["message"] if found["solution"] else ""
     found["checks"] = {"slow_names_spills": "spills" in slow and "Kernel:" in slow,
                        "solution_has_kernel_facts": "Kernel:" in good and " 0 spilled" in good}  # fmt: skip
     say(f"[diagnose] checks: {found['checks']}")
     return found
+
+
+def _cubin_agrees_with_the_driver() -> dict[str, Any]:
+    """The spilling kernel launched here: its facts as the driver reports them (what the grader reads on a
+    GPU) and as cuobjdump reads its cubin (what the CPU tests read); they must be the same."""
+    from autograder.diagnose import facts_from_compiled, facts_from_cubin
+    from course.loader import load_module
+
+    mod = load_module(REPO_ROOT / "tests" / "submissions" / "rmsnorm" / "slow_spills.py", "slow_spills")
+    x = torch.randn(16384, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    grid = (16384 // 2,)
+    compiled = mod._rows_kernel[grid](x, w, y, 16384, 4096, 1e-6, ROWS=2, BLOCK_N=4096, num_warps=1)
+    driver = facts_from_compiled("_rows_kernel", grid, compiled)
+    cubin = facts_from_cubin("_rows_kernel", grid, compiled)
+    return {"driver": driver.plain() if driver else None, "cubin": cubin.plain(), "same": driver == cubin}
 
 
 def _median_ms(fn: Any, reps: int, warmup: int = 3) -> float:
