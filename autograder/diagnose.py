@@ -84,6 +84,24 @@ def facts_from_cubin(name: str, grid: tuple[int, ...], compiled: Any) -> KernelF
                        int(compiled.metadata.shared))  # fmt: skip
 
 
+def facts_for_target(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any], grid: tuple[int, ...],
+                     num_warps: int, device: Device) -> KernelFacts:  # fmt: skip
+    """Compile a `@triton.jit` kernel (or its interpreted twin) for `device`'s architecture here, GPU or not,
+    and read its facts from the cubin. signature: argument -> Triton type ("*bf16", "i32", "fp32" ...)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    from autograder.kernel_check import _compiled_language
+
+    fn = kernel if isinstance(kernel, JITFunction) else JITFunction(kernel.fn)
+    with _compiled_language():  # the language as compiled code needs it, even after the interpreter ran
+        compiled = triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", device.arch, WARP),
+                                  options={"num_warps": num_warps})  # fmt: skip
+    return facts_from_cubin(fn.__name__, grid, compiled)
+
+
 @dataclass(frozen=True)
 class Occupancy:
     programs_per_sm: int  # resident programs of this kernel on one SM
@@ -144,7 +162,7 @@ def diagnose(launches: list[KernelFacts], device: Device, slow: bool) -> Diagnos
         tail = f", the last {last:.0%} full" if waves > 1 and last else ""
         lines.append(
             f"{k.name}: {k.registers} registers/thread, {k.spilled} spilled, {_kb(k.shared)} shared memory, "
-            f"{k.num_warps} warps; {occ.programs_per_sm} program(s)/SM ({occ.fraction:.0%} occupancy, limited by "
+            f"{k.num_warps} warp{'s' if k.num_warps != 1 else ''}; {occ.programs_per_sm} program(s)/SM ({occ.fraction:.0%} occupancy, limited by "
             f"{occ.limit}); {k.programs} programs on {device.sms} SMs = {waves:.2f} waves{tail}"
         )
         if not slow or advice:

@@ -3,12 +3,10 @@ for an H100 here (no GPU needed: the cubin carries its registers and spills)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from autograder import kernel_source
-from autograder.diagnose import KernelFacts, diagnose, facts_from_cubin, occupancy, report
+from autograder.diagnose import KernelFacts, diagnose, facts_for_target, occupancy, report
 from autograder.grade import Selection, grade_assignment
 from conftest import SEED, SUBMISSIONS
 from course.device import KNOWN_GPUS, SM_LIMITS, sm_limits
@@ -74,29 +72,15 @@ def test_the_report_adds_the_roofline_and_is_silent_without_compiled_kernels() -
     assert report([], H100, extra, slow=True) == ""  # the interpreter returns no compiled kernel
 
 
-def _compiled_for_h100(path: Path, kernel: str, signature: dict, constexprs: dict, num_warps: int):
-    """The kernel as the replayer reads it from the source text, compiled for sm_90 on this CPU."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    from autograder.kernel_check import _compiled_language
-
-    kernels = kernel_source.read(path.read_text(), str(path))
-    jf = kernel_source.build(kernels, interpret=False)[kernel]
-    with _compiled_language():
-        return triton.compile(ASTSource(jf, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": num_warps})  # fmt: skip
-
-
 def test_the_spilling_submission_is_correct_and_its_diagnosis_names_the_spills() -> None:
     path = SUBMISSIONS / "rmsnorm" / "slow_spills.py"
     result = grade_assignment("rmsnorm", path, "cpu", seed=SEED, selection=Selection(tasks={"rmsnorm.forward"}, max_cases=3, speed=False))
     assert [c.status for c in result.cases if c.kind == "correctness"] == ["passed"] * 3
     # The first speed case's specialization: bf16 rows of 4096, two rows per program, one warp.
     signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "n_rows": "i32", "n_cols": "i32", "eps": "fp32"}
-    compiled = _compiled_for_h100(path, "_rows_kernel", signature, {"ROWS": 2, "BLOCK_N": 4096}, num_warps=1)
-    k = facts_from_cubin("_rows_kernel", (16384 // 2,), compiled)
+    # The kernel as the replayer reads it from the source text, compiled for sm_90 on this CPU.
+    kernel = kernel_source.build(kernel_source.read(path.read_text(), str(path)), interpret=False)["_rows_kernel"]
+    k = facts_for_target(kernel, signature, {"ROWS": 2, "BLOCK_N": 4096}, (16384 // 2,), 1, H100)
     assert k.registers <= 255 and k.spilled > 0 and k.num_warps == 1
     assert f"_rows_kernel spills {k.spilled} registers per thread" in diagnose([k], H100, slow=True).advice
 
