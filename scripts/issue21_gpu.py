@@ -10,6 +10,13 @@
    in bfloat16, compared, and timed patched against unpatched (SDPA): a prefill of 1 x 2048 tokens, and
    decode steps at batch 8 after a 2048-token prefill. Times are medians of CUDA-event timings after warm-up.
 
+A GPU machine without transformers and without a network can take it from wheels carried with the tree:
+`--wheels DIR` installs every wheel in DIR (no dependencies resolved, nothing downloaded) into a temporary
+folder put on sys.path. Made here, for the GPU machine's Python (`python3 --version` there), e.g.:
+    pip download transformers==5.23.0 --only-binary=:all: --python-version 3.12 \
+        --platform manylinux_2_28_x86_64 -d hf_wheels
+(about 30 MB; drop from DIR the wheels of packages the GPU image has already: numpy, packaging, pyyaml ...).
+
 Writes OUT/issue21.json and OUT/issue21.txt (packed by the lead as one tarball if wanted), and prints a
 short table last.
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import statistics
 import sys
@@ -147,13 +155,33 @@ def part_hf(layers: int) -> dict[str, Any]:
     return out
 
 
+def install_wheels(wheels: Path) -> None:
+    """Every wheel of `wheels` into a temporary folder appended to sys.path (where transformers is missing)."""
+    import subprocess
+    import tempfile
+
+    if importlib.util.find_spec("transformers") is not None:
+        say(f"[hf] transformers is installed already; {wheels} not used")
+        return
+    target = Path(tempfile.mkdtemp(prefix="hf_site_"))
+    cmd = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--target", str(target),
+           *map(str, sorted(wheels.glob("*.whl")))]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    say(f"[hf] installing the wheels of {wheels}: exit {proc.returncode} {proc.stderr.strip()[-300:]}")
+    if proc.returncode == 0:
+        sys.path.append(str(target))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default="diagnose,hf")
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--wheels", type=Path, help="a folder of wheels holding transformers and what it needs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.wheels is not None:
+        install_wheels(args.wheels)
     results: dict[str, Any] = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                                "date": datetime.date.today().isoformat()}  # fmt: skip
     import triton
