@@ -70,6 +70,7 @@ def test_the_report_adds_the_roofline_and_is_silent_without_compiled_kernels() -
     assert report([facts().plain()], H100, {"tflops": 300.0, "floor_tflops": 600.0}, slow=False).startswith(
         " Roofline: 50% of the measured matmul rate.")  # fmt: skip
     assert report([], H100, extra, slow=True) == ""  # the interpreter returns no compiled kernel
+    assert report([{"name": "k"}], H100, extra, slow=True).startswith(" (No kernel diagnosis: KeyError")
 
 
 def test_the_spilling_submission_is_correct_and_its_diagnosis_names_the_spills() -> None:
@@ -93,4 +94,5 @@ def test_a_launched_kernel_gives_its_facts_and_an_interpreted_one_none() -> None
     compiled = SimpleNamespace(metadata=SimpleNamespace(num_warps=8, shared=49152), n_regs=96, n_spills=3)
     assert facts_from_compiled("k", (4, 2), compiled) == KernelFacts("k", (4, 2), 8, 96, 3, 49152)
     assert facts_from_compiled("k", (4, 2), None) is None
+    assert facts_from_compiled("k", (4, 2), SimpleNamespace(metadata=SimpleNamespace(), n_regs=96)) is None
     assert KernelFacts.from_plain(KernelFacts("k", (4, 2), 8, 96, 3, 49152).plain()).programs == 8
