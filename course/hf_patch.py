@@ -66,13 +66,18 @@ def llama3_8b_config(layers: int = 2) -> Any:
 def build_model(config: Any, dtype: torch.dtype, device: torch.device | str, seed: int = 0) -> Any:
     """An unpatched LlamaForCausalLM with random weights (the same for the same seed), in eval mode."""
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    with torch.device(device):  # initialised where it runs: a few 8B-shaped layers build in seconds on a GPU
+        model = LlamaForCausalLM(config)
     with torch.no_grad():  # RMSNorm weights start at one: random ones make the check see them
         for module in model.modules():
             if isinstance(module, modeling_llama.LlamaRMSNorm):
                 module.weight.uniform_(0.5, 1.5)
     model.config._attn_implementation = "sdpa"
-    return model.to(device=device, dtype=dtype).eval()
+    rotary = [(m, m.inv_freq.clone()) for m in model.modules() if isinstance(m, modeling_llama.LlamaRotaryEmbedding)]
+    model = model.to(dtype=dtype).eval()
+    for module, inv_freq in rotary:  # the frequencies stay float32, as a checkpoint loaded in bf16 keeps them
+        module.inv_freq = inv_freq
+    return model
 
 
 # --------------------------------------------------------------------------------------------------
@@ -182,10 +187,17 @@ def compare_logits(kernels: dict[str, ModuleType], config: Any, dtype: torch.dty
     reference = build_model(config, dtype, device, seed)
     patched = build_model(config, dtype, device, seed)
     counts = patch(patched, kernels)
-    tokens = torch.randint(0, config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(seed)).to(device)
+    return {"patched": counts, **compare_models(reference, patched, batch, seq, steps, seed)}
+
+
+def compare_models(reference: Any, patched: Any, batch: int, seq: int, steps: int, seed: int = 0) -> dict[str, Any]:
+    """Prefill and decode logits of two models of one configuration on the same random tokens."""
+    device = next(reference.parameters()).device
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, reference.config.vocab_size, (batch, seq), generator=g).to(device)  # (B, S)
     ref = prefill_and_decode(reference, tokens, steps)
     got = prefill_and_decode(patched, tokens, steps)
     scale = ref.abs().max().item()
     err = (got - ref).abs().max().item()
-    return {"patched": counts, "max_abs_error": err, "relative_error": err / scale if scale else err,
+    return {"max_abs_error": err, "relative_error": err / scale if scale else err,
             "same_tokens": bool(torch.equal(ref.argmax(-1), got.argmax(-1))), "logits": tuple(ref.shape)}  # fmt: skip

@@ -120,13 +120,12 @@ def part_hf(layers: int) -> dict[str, Any]:
         out["compare"][f"tiny {dtype}"] = r
         say(f"[hf] tiny {dtype}: relative error {r['relative_error']:.2e}, same tokens {r['same_tokens']}, patched {r['patched']}")
     config = hf_patch.llama3_8b_config(layers)
-    r = hf_patch.compare_logits(kernels, config, torch.bfloat16, dev, batch=1, seq=256, steps=4)
-    out["compare"]["llama3-8b shape bf16"] = r
-    say(f"[hf] {layers} layers of Llama-3-8B bf16: relative error {r['relative_error']:.2e}, same tokens {r['same_tokens']}")
-
     models = {"PyTorch (SDPA)": hf_patch.build_model(config, torch.bfloat16, dev)}
     models["course kernels"] = hf_patch.build_model(config, torch.bfloat16, dev)
-    hf_patch.patch(models["course kernels"], kernels)
+    patched = hf_patch.patch(models["course kernels"], kernels)
+    r = {"patched": patched, **hf_patch.compare_models(*models.values(), batch=1, seq=256, steps=4)}
+    out["compare"]["llama3-8b shape bf16"] = r
+    say(f"[hf] {layers} layers of Llama-3-8B bf16: relative error {r['relative_error']:.2e}, same tokens {r['same_tokens']}")
     timings: dict[str, dict[str, float]] = {}
     prompt, batch, context, steps = 2048, 8, 2048, 16
     g = torch.Generator().manual_seed(0)
