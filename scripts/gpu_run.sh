@@ -9,7 +9,8 @@
 # "cheats": the cheat suite of tests/test_integrity.py graded on this GPU, one line per cheat and assignment in
 # cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt; "profile": Nsight Compute, where installed, and proton on
 # the rmsnorm solution and a spilling submission, scripts/profile_kernel.py; "issue21": the grader's slow-kernel
-# diagnosis and a Hugging Face Llama patched with the course's kernels, scripts/issue21_gpu.py).
+# diagnosis and a Hugging Face Llama patched with the course's kernels, scripts/issue21_gpu.py; ISSUE21_ARGS="--wheels DIR"
+# where the GPU image lacks transformers).
 # SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
 # would start past it is listed as not run, so a second call can finish the job (commit the tables from
 # $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
@@ -73,7 +74,7 @@ print(f"cheat suite: {len(rows)} gradings recorded; scored points: {scored}")
 PY
       rm -rf "$W/cheat_report"; pack ;;
     profile) OUT="$W/profile" run profile 120 python3 scripts/profile_kernel.py; cat "$W/profile/profile_summary.txt" 2>/dev/null ;;
-    issue21) run issue21 240 python3 scripts/issue21_gpu.py --out "$W/issue21"; tail -8 "$W/issue21.txt" 2>/dev/null ;;
+    issue21) run issue21 240 python3 scripts/issue21_gpu.py --out "$W/issue21" ${ISSUE21_ARGS:-}; tail -8 "$W/issue21.txt" 2>/dev/null ;;
     *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats profile issue21"; exit 2 ;;
   esac
 done
