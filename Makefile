@@ -14,10 +14,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 
+# The tests also run the course's kernels inside a Hugging Face model: transformers, an optional extra that
+# grading never needs, is installed for `make test` only.
+$(VENV)/.installed-hf: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[dev,hf]"
+	@touch $@
+
 grade: $(STAMP)  ## grade your kernels in assignments/ (CPU tier without a GPU, GPU tier with one)
 	$(PY) -m autograder grade $(ARGS)
 
-test: $(STAMP)  ## the course's own tests, notebooks included
+test: $(VENV)/.installed-hf  ## the course's own tests, notebooks included
 	$(PY) -m pytest --nbval-lax $(ARGS)
 
 lab: $(STAMP)  ## open the notebooks in JupyterLab

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from autograder import diagnose
 from autograder import tape as tapes
 from autograder import timing
 from autograder.checking import check_meta, compare, physical_floor
@@ -489,6 +490,9 @@ def _speed(spec: Assignment, index: int, worker: Worker, replayer: Replayer, dev
         result.status, result.message = "error", _unreadable(exc)
         return result
     score, status, message, extra = speed_verdict(sc, params, times, copy_gbps, measured_peaks(device))
+    if device.type == "cuda" and timed.get("kernels"):  # why it is slow, from the compiled kernels (autograder/diagnose.py)
+        extra["kernels"] = timed["kernels"]
+        message += diagnose.report(timed["kernels"], diagnose.device_facts(device), extra, status != "passed")
     result.score, result.status, result.message, result.extra = score, status, message, extra
     return result
 

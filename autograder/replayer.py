@@ -90,6 +90,7 @@ class _Replayer:
     def time(self, request: dict) -> dict:
         """Time the tape (as "submission") and the baseline, interleaved, each call on new inputs."""
         from autograder import timing
+        from autograder.diagnose import facts_from_compiled
         from autograder.replay import ReplayRefused
 
         torch, spec, device = self.torch, self.spec, self.device
@@ -160,13 +161,15 @@ class _Replayer:
                 after=after, settle=settle,
             )  # fmt: skip
             copy_gbps = timing.copy_bandwidth_gbps(device) if device.type == "cuda" else 0.0
+            kernels = [k.plain() for k in (facts_from_compiled(*launch) for launch in replay.launched.values()) if k]
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
         except Exception as exc:  # noqa: BLE001
             return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
         finally:
             current.clear()
-        return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "outputs": {str(r): t for r, t in kept.items()}}
+        return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "kernels": kernels,
+                "outputs": {str(r): t for r, t in kept.items()}}
 
 
 def _first_lines(text: str, n: int = 6) -> str:

@@ -81,3 +81,36 @@ def device_of(t: torch.Tensor) -> Device:
     if interpreter_requested() or t.device.type != "cuda":
         return INTERPRETER
     return cuda_device(t.device.index if t.device.index is not None else torch.cuda.current_device())
+
+
+@dataclass(frozen=True)
+class SmLimits:
+    """What one streaming multiprocessor holds at once: the ceilings that bound occupancy."""
+
+    registers: int  # 32-bit registers per SM
+    max_warps: int  # resident warps per SM
+    max_blocks: int  # resident programs (thread blocks) per SM
+    smem: int  # bytes of shared memory per SM (what resident programs share)
+    smem_reserved_per_block: int = 1 * KB  # the driver keeps this much of it per program (sm_80 and newer)
+    register_unit: int = 256  # registers are handed to a warp in multiples of this
+    max_registers_per_thread: int = 255
+
+
+# Per compute capability, from the CUDA C++ Programming Guide, "Technical Specifications per Compute
+# Capability", and the occupancy calculator's allocation rules (CUDA Occupancy Calculator / cudaOccupancy.h).
+SM_LIMITS: dict[tuple[int, int], SmLimits] = {
+    (7, 5): SmLimits(65536, 32, 16, 64 * KB, smem_reserved_per_block=0),
+    (8, 0): SmLimits(65536, 64, 32, 164 * KB),
+    (8, 6): SmLimits(65536, 48, 16, 100 * KB),
+    (8, 7): SmLimits(65536, 48, 16, 164 * KB),
+    (8, 9): SmLimits(65536, 48, 24, 100 * KB),
+    (9, 0): SmLimits(65536, 64, 32, 228 * KB),
+    (10, 0): SmLimits(65536, 64, 32, 228 * KB),
+    (12, 0): SmLimits(65536, 48, 32, 100 * KB),
+}  # fmt: skip
+
+
+def sm_limits(capability: tuple[int, int]) -> SmLimits:
+    """The SM's ceilings for this capability; an unknown one takes those of the nearest older architecture."""
+    known = [c for c in SM_LIMITS if c <= capability]
+    return SM_LIMITS[max(known)] if known else SM_LIMITS[min(SM_LIMITS)]

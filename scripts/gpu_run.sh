@@ -7,7 +7,10 @@
 # STAGES picks and orders the stages (default "tune grade bench"; also "stubs": the stubs score zero,
 # "stability": five gradings of each solution's speed cases, "batch": batch grading on one GPU against all,
 # "cheats": the cheat suite of tests/test_integrity.py graded on this GPU, one line per cheat and assignment in
-# cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt).
+# cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt; "profile": Nsight Compute, where installed, and proton on
+# the rmsnorm solution and a spilling submission, scripts/profile_kernel.py; "diagnose_hf": the grader's slow-kernel
+# diagnosis and a Hugging Face Llama patched with the course's kernels, scripts/diagnose_hf_gpu.py; DIAGNOSE_HF_ARGS="--wheels DIR"
+# where the GPU image lacks transformers).
 # SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
 # would start past it is listed as not run, so a second call can finish the job (commit the tables from
 # $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
@@ -70,7 +73,9 @@ with open(f"{work}/cheat_suite.txt", "w") as out:
 print(f"cheat suite: {len(rows)} gradings recorded; scored points: {scored}")
 PY
       rm -rf "$W/cheat_report"; pack ;;
-    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats"; exit 2 ;;
+    profile) OUT="$W/profile" run profile 120 python3 scripts/profile_kernel.py; cat "$W/profile/profile_summary.txt" 2>/dev/null ;;
+    diagnose_hf) run diagnose_hf 240 python3 scripts/diagnose_hf_gpu.py --out "$W/diagnose_hf" ${DIAGNOSE_HF_ARGS:-}; tail -8 "$W/diagnose_hf.txt" 2>/dev/null ;;
+    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats profile diagnose_hf"; exit 2 ;;
   esac
 done
 pack

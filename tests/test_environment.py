@@ -8,10 +8,14 @@ import tomllib
 from conftest import REPO_ROOT
 
 
-def _pyproject_pins() -> dict[str, str]:
+def _pyproject_deps() -> list[str]:
+    """The dependencies and every optional extra (dev, hf ...): environment.yml installs them all."""
     data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    deps = data["project"]["dependencies"] + data["project"]["optional-dependencies"]["dev"]
-    return dict(d.split("==") for d in deps)
+    return data["project"]["dependencies"] + [d for extra in data["project"]["optional-dependencies"].values() for d in extra]
+
+
+def _pyproject_pins() -> dict[str, str]:
+    return dict(d.split("==") for d in _pyproject_deps())
 
 
 def _conda_pins() -> dict[str, str]:
@@ -20,9 +24,16 @@ def _conda_pins() -> dict[str, str]:
 
 
 def test_every_dependency_is_pinned_exactly() -> None:
-    data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    deps = data["project"]["dependencies"] + data["project"]["optional-dependencies"]["dev"]
+    deps = _pyproject_deps()
     assert all("==" in d for d in deps), [d for d in deps if "==" not in d]
+
+
+def test_transformers_is_an_optional_extra_and_its_pin_is_the_one_the_code_names() -> None:
+    from course import hf_patch
+
+    data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    assert not any(d.startswith("transformers") for d in data["project"]["dependencies"])
+    assert data["project"]["optional-dependencies"]["hf"] == [f"transformers=={hf_patch.PINNED}"]
 
 
 def test_environment_yml_repeats_the_pyproject_pins() -> None:
