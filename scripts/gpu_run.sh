@@ -7,7 +7,8 @@
 # STAGES picks and orders the stages (default "tune grade bench"; also "stubs": the stubs score zero,
 # "stability": five gradings of each solution's speed cases, "batch": batch grading on one GPU against all,
 # "cheats": the cheat suite of tests/test_integrity.py graded on this GPU, one line per cheat and assignment in
-# cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt).
+# cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt; "bonus": scripts/bonus_bench.py, issue 21's fused
+# RMSNorm + linear and quantized-KV decode, checked then timed, in bonus/bonus_bench.json).
 # SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
 # would start past it is listed as not run, so a second call can finish the job (commit the tables from
 # $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
@@ -46,6 +47,7 @@ for stage in $STAGES; do
     stubs) run stubs 60 python3 -m autograder grade $SLUGS --device cuda --skip-doctor --max-cases 1; grep -E "^Total" "$W/stubs.txt" 2>/dev/null ;;
     bench) run bench 60 python3 -m autograder bench $SLUGS ${BENCH_ARGS:---quick} --out "$W/bench" ;;
     stability) for s in $SLUGS; do run "stability_$s" 60 python3 scripts/stability.py "$s" --runs 5 --out "$W/stability_$s.json"; done ;;
+    bonus) run bonus 120 python3 scripts/bonus_bench.py --out "$W/bonus"; tail -30 "$W/bonus.txt" ;;
     batch) run batch 120 python3 scripts/batch_throughput.py rmsnorm --out "$W/batch" --students 8 --max-cases 1; rm -rf "$W/batch/class" "$W"/batch/graded_*/work ;;
     cheats)  # eight graders at once (pytest-xdist), each with its zygote, worker and replayer on the GPU
       mkdir -p "$W/cheat_report"
@@ -70,7 +72,7 @@ with open(f"{work}/cheat_suite.txt", "w") as out:
 print(f"cheat suite: {len(rows)} gradings recorded; scored points: {scored}")
 PY
       rm -rf "$W/cheat_report"; pack ;;
-    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats"; exit 2 ;;
+    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats bonus"; exit 2 ;;
   esac
 done
 pack
