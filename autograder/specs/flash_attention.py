@@ -95,16 +95,23 @@ def _hostile_scores(q: torch.Tensor, k: torch.Tensor, scale: float) -> tuple[tor
 # [-127, 127], float32 scales. The grader quantizes the cache itself (quantize_int8, in float32), so that
 # a submission is graded on the cache it is given. The hostile distribution "spread" scales each token's
 # V by 10^u, u uniform in [-2, 2], and its K by 10^u, u in [-0.5, 0.5]: a scale read from the wrong token,
-# head or split is then off by up to 10^4; "hostile" is the decode's (scores near -120, rising, equal).
+# head or split is then off by up to 10^4; "hostile" is the decode's (scores near -120, rising, equal), with
+# every scale a power of two: the dequantized cache is then exact in float16 and bfloat16, as the decode's
+# hostile inputs are, so that a kernel that dequantizes into q's dtype before its dots is not judged on
+# the rounding of values near 1400 (the -120 offset's keys), which no scaling of the tolerance separates
+# from a real error.
 # --------------------------------------------------------------------------------------------------
 
 KV_SPREAD_DECADES = {"k": 0.5, "v": 2.0}
 
 
-def quantize_int8(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, H, S, D) -> int8 codes and float32 per-token scales (B, H, S): max|t| / 127, codes rounded to nearest."""
+def quantize_int8(t: torch.Tensor, pow2: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, H, S, D) -> int8 codes and float32 per-token scales (B, H, S): max|t| / 127 (or, with pow2, the power
+    of two at or above it), codes rounded to nearest."""
     t = t.float()
     scale = t.abs().amax(-1) / 127.0
+    if pow2:
+        scale = torch.where(scale > 0, torch.exp2(torch.ceil(torch.log2(scale))), scale)
     codes = torch.round(t / torch.where(scale > 0, scale, 1.0)[..., None]).clamp(-127, 127).to(torch.int8)
     return codes, scale
 
@@ -116,8 +123,9 @@ def make_kv_int8_inputs(params: Params, g: torch.Generator, device: torch.device
         for name, t in (("k", k), ("v", v)):
             d = KV_SPREAD_DECADES[name]
             t *= 10.0 ** (torch.rand(t.shape[:3], generator=g, device=device) * 2 * d - d)[..., None]
-    k_q, k_scale = quantize_int8(k)
-    v_q, v_scale = quantize_int8(v)
+    pow2 = params.get("dist") == "hostile"
+    k_q, k_scale = quantize_int8(k, pow2)
+    v_q, v_scale = quantize_int8(v, pow2)
     return read_fenced({"q": dense["q"], "k_q": k_q, "k_scale": k_scale, "v_q": v_q, "v_scale": v_scale})
 
 
