@@ -32,7 +32,7 @@ from course.loader import load_kernels  # noqa: E402
 
 SEED = 2026
 REPS = 30
-POOL = 3  # input sets each timed function cycles over
+CHECKED = 2  # sequences of the decode batch checked against the float64 references
 
 
 def _time(fns: dict[str, Callable[[], object]], device: torch.device, reps: int) -> dict[str, float]:
@@ -88,7 +88,72 @@ def bench_linear(device: torch.device, smoke: bool, reps: int) -> list[dict[str,
     return out
 
 
-SECTIONS: dict[str, Callable[[torch.device, bool, int], list[dict[str, Any]]]] = {"linear": bench_linear}
+# --------------------------------------------------------------------------------------------------
+# Decode over an INT8 KV cache: the fused-dequantization kernel against the course's bf16 decode and SDPA
+# over the bf16 cache; memory of each format, and each output's error against attention over the
+# unquantized cache (the quantization's own error, which the grader leaves out on purpose).
+# --------------------------------------------------------------------------------------------------
+
+
+def bench_kv_quant(device: torch.device, smoke: bool, reps: int) -> list[dict[str, Any]]:
+    from autograder.specs import flash_attention as spec
+
+    kernels = load_kernels("flash_attention", "solutions")
+    seqs = [64, 300] if smoke else [4096, 16384, 65536]
+    batch, heads_q, heads_kv, head_dim = (1, 4, 2, 32) if smoke else (8, 32, 8, 128)
+    out = []
+    for seq_k in seqs:
+        params = {"shape": [batch, heads_q, 1, head_dim], "kv_heads": heads_kv, "seq_k": seq_k, "causal": False,
+                  "dtype": "float32" if smoke else "bfloat16"}  # fmt: skip
+        dense = spec.make_forward_inputs(params, generator(SEED, device), device)
+        q, k, v = dense["q"], dense["k"], dense["v"]
+        k_q, k_scale, v_q, v_scale = kernels.quantize_kv(k, v)
+        cache = {"q": q, "k_q": k_q, "k_scale": k_scale, "v_q": v_q, "v_scale": v_scale}
+        # The float64 references repeat K and V over the query heads (17 GB each at Sk = 65536): the checks
+        # and the errors are taken on the first CHECKED sequences of the batch.
+        few = slice(0, CHECKED)
+        graded_ref = spec.reference_kv_int8({n: t[few] for n, t in cache.items()}, params)["o"]  # dequantized cache
+        exact = spec.reference_forward({n: t[few] for n, t in dense.items()}, params)["o"]  # unquantized cache
+        o_int8 = kernels.flash_decode_int8(q, k_q, k_scale, v_q, v_scale)
+        o_bf16 = kernels.flash_attention(q, k, v)
+        verdict = compare("o", o_int8[few], graded_ref, spec.TOLERANCES[params["dtype"]])
+        del graded_ref
+
+        def err(o: torch.Tensor) -> float:  # max |o - exact| relative to mean |exact|
+            return ((o[few].double() - exact).abs().max() / exact.abs().mean()).item()
+
+        fns = {
+            "int8 fused": lambda: kernels.flash_decode_int8(q, k_q, k_scale, v_q, v_scale),
+            "course bf16 decode": lambda: kernels.flash_attention(q, k, v),
+            "SDPA bf16": lambda: spec.sdpa_baseline(dense, params),
+        }
+        us = _time(fns, device, reps)
+        bytes_16 = k.nbytes + v.nbytes
+        bytes_8 = k_q.nbytes + v_q.nbytes + k_scale.nbytes + v_scale.nbytes
+        out.append({"B": batch, "Hq": heads_q, "Hkv": heads_kv, "Sk": seq_k, "D": head_dim, "dtype": params["dtype"],
+                    "check": verdict.ok, "max_error_of_tolerance": round(verdict.max_error, 4),
+                    "cache_mb": {"16-bit": round(bytes_16 / 2**20, 2), "int8": round(bytes_8 / 2**20, 2)},
+                    "memory_ratio": round(bytes_8 / bytes_16, 4),
+                    "error_vs_unquantized": {"int8 fused": err(o_int8), "course bf16 decode": err(o_bf16)},
+                    "us": {n: round(t, 2) for n, t in us.items()},
+                    "int8_vs_course_bf16": round(us["course bf16 decode"] / us["int8 fused"], 3),
+                    "int8_vs_sdpa": round(us["SDPA bf16"] / us["int8 fused"], 3),
+                    "int8_cache_gbps": round(bytes_8 / us["int8 fused"] / 1e3, 1)})  # fmt: skip
+    print("\ndecode over an INT8 KV cache: microseconds; ratios > 1 mean the INT8 kernel is faster")
+    print(f"{'Sk':>6} {'ok':>3} {'int8':>8} {'bf16':>8} {'SDPA':>8} {'vs bf16':>7} {'vs SDPA':>7} {'memory':>7} "
+          f"{'err int8':>9} {'err bf16':>9} {'GB/s':>6}")  # fmt: skip
+    for r in out:
+        u, e = r["us"], r["error_vs_unquantized"]
+        print(f"{r['Sk']:>6} {'y' if r['check'] else 'NO':>3} {u['int8 fused']:>8.1f} {u['course bf16 decode']:>8.1f} "
+              f"{u['SDPA bf16']:>8.1f} {r['int8_vs_course_bf16']:>7.2f} {r['int8_vs_sdpa']:>7.2f} "
+              f"{r['memory_ratio']:>6.3f}x {e['int8 fused']:>9.2e} {e['course bf16 decode']:>9.2e} {r['int8_cache_gbps']:>6.0f}")  # fmt: skip
+    return out
+
+
+SECTIONS: dict[str, Callable[[torch.device, bool, int], list[dict[str, Any]]]] = {
+    "linear": bench_linear,
+    "kv_quant": bench_kv_quant,
+}
 
 
 def main() -> None:
