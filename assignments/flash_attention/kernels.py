@@ -748,8 +748,8 @@ def flash_decode_int8(
     check_same(fn, "device", q=q, k_q=k_q, k_scale=k_scale, v_q=v_q, v_scale=v_scale)
     batch, n_heads_q, seqlen_q, head_dim = q.shape
     if k_q.shape != v_q.shape or k_scale.shape != v_scale.shape or tuple(k_scale.shape) != tuple(k_q.shape[:3]):
-        shapes = ", ".join(str(tuple(t.shape)) for t in (k_q, v_q, k_scale, v_scale))
-        raise ValueError(f"{fn}: k_q and v_q must be (B, Hkv, Sk, D) and their scales (B, Hkv, Sk); got {shapes}.")
+        raise ValueError(f"{fn}: k_q and v_q must be (B, Hkv, Sk, D) and their scales (B, Hkv, Sk); got "
+                         + ", ".join(str(tuple(t.shape)) for t in (k_q, v_q, k_scale, v_scale)) + ".")
     if seqlen_q != 1 or k_q.shape[0] != batch or k_q.shape[3] != head_dim or head_dim not in HEAD_DIMS:
         raise ValueError(f"{fn}: q must be (B, Hq, 1, D) with k_q's B and D, D in {HEAD_DIMS}; got q "
                          f"{tuple(q.shape)} and k_q {tuple(k_q.shape)}.")  # fmt: skip
