@@ -10,7 +10,9 @@
 # cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt; "profile": Nsight Compute, where installed, and proton on
 # the rmsnorm solution and a spilling submission, scripts/profile_kernel.py; "diagnose_hf": the grader's slow-kernel
 # diagnosis and a Hugging Face Llama patched with the course's kernels, scripts/diagnose_hf_gpu.py; DIAGNOSE_HF_ARGS="--wheels DIR"
-# where the GPU image lacks transformers).
+# where the GPU image lacks transformers;
+# "bonus": scripts/bonus_bench.py, issue 21's fused RMSNorm + linear and quantized-KV decode, checked then timed,
+# in bonus/bonus_bench.json).
 # SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
 # would start past it is listed as not run, so a second call can finish the job (commit the tables from
 # $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
@@ -49,6 +51,7 @@ for stage in $STAGES; do
     stubs) run stubs 60 python3 -m autograder grade $SLUGS --device cuda --skip-doctor --max-cases 1; grep -E "^Total" "$W/stubs.txt" 2>/dev/null ;;
     bench) run bench 60 python3 -m autograder bench $SLUGS ${BENCH_ARGS:---quick} --out "$W/bench" ;;
     stability) for s in $SLUGS; do run "stability_$s" 60 python3 scripts/stability.py "$s" --runs 5 --out "$W/stability_$s.json"; done ;;
+    bonus) run bonus 120 python3 scripts/bonus_bench.py --out "$W/bonus"; tail -30 "$W/bonus.txt" ;;
     batch) run batch 120 python3 scripts/batch_throughput.py rmsnorm --out "$W/batch" --students 8 --max-cases 1; rm -rf "$W/batch/class" "$W"/batch/graded_*/work ;;
     cheats)  # eight graders at once (pytest-xdist), each with its zygote, worker and replayer on the GPU
       mkdir -p "$W/cheat_report"
@@ -75,7 +78,7 @@ PY
       rm -rf "$W/cheat_report"; pack ;;
     profile) OUT="$W/profile" run profile 120 python3 scripts/profile_kernel.py; cat "$W/profile/profile_summary.txt" 2>/dev/null ;;
     diagnose_hf) run diagnose_hf 240 python3 scripts/diagnose_hf_gpu.py --out "$W/diagnose_hf" ${DIAGNOSE_HF_ARGS:-}; tail -8 "$W/diagnose_hf.txt" 2>/dev/null ;;
-    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats profile diagnose_hf"; exit 2 ;;
+    *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats profile diagnose_hf bonus"; exit 2 ;;
   esac
 done
 pack

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.grade import AssignmentResult, grade_assignment
+from autograder.grade import AssignmentResult, Selection, grade_assignment
 from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
 SLUG = "flash_attention"
 SOLUTION = REPO_ROOT / "solutions" / SLUG / "kernels.py"
 STUB = REPO_ROOT / "assignments" / SLUG / "kernels.py"
+KV_INT8 = "flash_attention.kv_int8"
 FORWARD_PARTS = ("flash_attention.forward", "flash_attention.causal", "flash_attention.gqa", "flash_attention.ragged")
 
 
@@ -125,10 +126,10 @@ def cases(result: AssignmentResult, tasks: tuple[str, ...] = FORWARD_PARTS) -> d
 def test_solution_scores_full_points_and_full_bonus() -> None:
     r = graded("solution")
     assert r.score(False) == pytest.approx(80.0) and r.max_score(False) == pytest.approx(80.0)
-    assert r.score(True) == pytest.approx(30.0) and r.max_score(True) == pytest.approx(30.0)
+    assert r.score(True) == pytest.approx(40.0) and r.max_score(True) == pytest.approx(40.0)
     assert all(c.status == "skipped" and c.max_score == 0 for c in r.cases if c.kind == "speed")
     assert {c.task for c in r.cases if c.kind == "speed"} == {"flash_attention.forward", "flash_attention.causal",
-                                                                "flash_attention.decode"}  # fmt: skip
+                                                                "flash_attention.decode", KV_INT8}  # fmt: skip
 
 
 def test_untouched_stub_scores_zero_and_names_the_task_to_fill_in() -> None:
@@ -137,6 +138,7 @@ def test_untouched_stub_scores_zero_and_names_the_task_to_fill_in() -> None:
     expected = {part: "flash_attention.forward" for part in FORWARD_PARTS}
     expected["flash_attention.backward"] = "flash_attention.forward"  # the backward needs the forward first
     expected["flash_attention.decode"] = "flash_attention.decode"
+    expected[KV_INT8] = KV_INT8
     for c in r.cases:
         if c.kind == "correctness":
             assert c.status == "not_implemented", (c.name, c.status, c.message)
@@ -196,3 +198,38 @@ def test_per_block_softmax_passes_where_one_block_holds_every_key() -> None:
     results = cases(graded("wrong_softmax_per_block"), FORWARD_PARTS + ("flash_attention.decode",))
     multi_block = {n for n in results if n not in ONE_KEY_BLOCK and "causal=True" not in n}
     assert all(results[n][0] == "failed" for n in multi_block), {n: results[n] for n in multi_block}
+
+
+# flash_decode_int8 (bonus kv_int8): its submissions define only that (and a flash_attention that raises), so
+# only its part is graded; a wrong one runs two cases, the one that exposes it and the spread of scales.
+SPREAD = "(1x4x1x32) float32 kv_heads=2 seq_k=257 causal=False dist=spread"
+WRONG_KV_INT8 = {
+    "wrong_kv_int8_v_scale_ignored": "(2x4x1x16) float32 seq_k=70 causal=False",
+    "wrong_kv_int8_scale_per_head": "(1x8x1x32) float32 kv_heads=2 seq_k=300 causal=False",
+    "wrong_kv_int8_unsigned_codes": "(2x8x1x16) float32 kv_heads=2 seq_k=150 causal=False dist=hostile",
+    "wrong_kv_int8_block_scale": "(3x4x1x16) float32 kv_heads=1 seq_k=5 causal=False",
+}
+
+
+def graded_kv_int8(name: str, names: set[str] | None = None) -> dict[str, tuple[str, str]]:
+    r = grade_assignment(SLUG, sub(name), "cpu", seed=SEED, timeout=60.0, selection=Selection(tasks={KV_INT8}, names=names))
+    return cases(r, (KV_INT8,))
+
+
+def test_a_minimal_honest_int8_decode_passes_every_kv_int8_case() -> None:
+    results = graded_kv_int8("correct_kv_int8_minimal")
+    assert len(results) == 5 and all(status == "passed" for status, _ in results.values()), results
+
+
+@pytest.mark.parametrize("name", list(WRONG_KV_INT8))
+def test_wrong_int8_decode_fails_the_case_that_exposes_it_and_the_spread_of_scales(name: str) -> None:
+    results = graded_kv_int8(name, {WRONG_KV_INT8[name], SPREAD})
+    for case in (WRONG_KV_INT8[name], SPREAD):
+        status, message = results[case]
+        assert status == "failed" and "outside the tolerance" in message, (case, status, message)
+
+
+def test_a_kernels_py_without_the_int8_decode_loses_those_cases_alone() -> None:
+    r = graded("correct_minimal")
+    for status, message in cases(r, (KV_INT8,)).values():
+        assert status == "error" and "does not define `flash_decode_int8`: this bonus calls flash_decode_int8(" in message

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import AssignmentResult, grade_assignment
+from autograder.grade import AssignmentResult, Selection, grade_assignment
 from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
 FORWARD = "rmsnorm.forward"
 BACKWARD = "rmsnorm.backward"
+LINEAR = "rmsnorm.linear"
 _cache: dict[str, AssignmentResult] = {}
 
 
@@ -39,7 +40,7 @@ def cases(result: AssignmentResult, task: str = FORWARD) -> dict[str, tuple[str,
 def test_solution_scores_full_points_and_full_bonus() -> None:
     r = graded(REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py")
     assert r.score(False) == pytest.approx(60.0) and r.max_score(False) == pytest.approx(60.0)
-    assert r.score(True) == pytest.approx(20.0) and r.max_score(True) == pytest.approx(20.0)
+    assert r.score(True) == pytest.approx(35.0) and r.max_score(True) == pytest.approx(35.0)
     assert all(c.status == "skipped" and c.max_score == 0 for c in r.cases if c.kind == "speed")
     assert "Speed was not graded" in r.note
 
@@ -49,8 +50,9 @@ def test_untouched_stub_scores_zero_with_a_not_implemented_message_per_part() ->
     assert r.score(False) == 0 and r.score(True) == 0
     for c in r.cases:
         if c.kind == "correctness":
+            task = LINEAR if c.task == LINEAR else FORWARD  # the backward runs the forward first
             assert c.status == "not_implemented"
-            assert c.message == "Not implemented yet: fill in the TODO marked rmsnorm.forward in kernels.py."
+            assert c.message == f"Not implemented yet: fill in the TODO marked {task} in kernels.py."
             assert "Traceback" not in c.message
 
 
@@ -60,6 +62,44 @@ def test_a_minimal_honest_forward_passes_every_forward_case() -> None:
     # It has no backward: each backward case says so instead of crashing the grader.
     for status, message in cases(r, BACKWARD).values():
         assert status == "error" and "no autograd history: route the call through RMSNormFunction.apply" in message
+    # Nor the linear bonus, written after it: those cases alone say what is missing.
+    for status, message in cases(r, LINEAR).values():
+        assert status == "error" and "does not define `rmsnorm_linear`: this bonus calls rmsnorm_linear(" in message
+
+
+def graded_linear(name: str, names: set[str] | None = None) -> AssignmentResult:
+    """Only the linear bonus's cases (its submissions share a minimal forward, graded above), or some of them."""
+    key = f"linear:{name}"
+    if key not in _cache:
+        _cache[key] = grade_assignment("rmsnorm", sub(name), "cpu", seed=SEED, timeout=60.0,
+                                       selection=Selection(tasks={LINEAR}, names=names))  # fmt: skip
+    return _cache[key]
+
+
+def test_a_minimal_honest_gemv_passes_every_linear_case() -> None:
+    results = cases(graded_linear("correct_linear_minimal"), LINEAR)
+    assert len(results) == 8 and all(status == "passed" for status, _ in results.values()), results
+
+
+ALIGNED_K = "float32 M=70 K=64 N=33 eps=1e-06"  # K = 64: one whole tile of the wrong submissions' BLOCK_K
+# name -> (the case that exposes it, a phrase of its message, whether it passes ALIGNED_K: those that break
+# only where K is no multiple of their BLOCK_K do). Only these two cases run, to keep CI short.
+WRONG_LINEAR = {
+    "wrong_linear_mean_over_block": ("float32 M=1 K=100 N=37 eps=1e-06", "outside the tolerance", True),
+    "wrong_linear_k_tail_dropped": ("float32 M=4 K=257 N=70 eps=1e-06", "outside the tolerance", True),
+    "wrong_linear_rstd_per_tile": ("float32 M=10 K=300 N=40 eps=1e-06 dist=extremes", "outside the tolerance", True),
+    "wrong_linear_norm_weight_forgotten": ("float32 M=9 K=96 N=20 eps=1e-05 scale=0.001", "outside the tolerance", False),
+    "wrong_linear_calls_pytorch": ("float32 M=1 K=100 N=37 eps=1e-06", "computed with PyTorch (aten.mm)", False),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG_LINEAR))
+def test_wrong_linear_submission_fails_the_case_that_exposes_it(name: str) -> None:
+    case, phrase, aligned_passes = WRONG_LINEAR[name]
+    results = cases(graded_linear(name, {case, ALIGNED_K}), LINEAR)
+    status, message = results[case]
+    assert status == "failed" and phrase in message, (status, message)
+    assert (results[ALIGNED_K][0] == "passed") == aligned_passes, results[ALIGNED_K]
 
 
 # name -> (the cases that must fail, a phrase the first failure's message must contain)

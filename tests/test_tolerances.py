@@ -15,10 +15,15 @@ from autograder.checking import compare
 from autograder.spec import DTYPES, generator
 from autograder.specs.rmsnorm import (
     CPU_FORWARD,
+    CPU_LINEAR,
     GPU_FORWARD,
+    GPU_LINEAR,
+    LINEAR_TOLERANCES,
     TOLERANCES,
     make_forward_inputs,
+    make_linear_inputs,
     reference_forward,
+    reference_linear,
 )
 from conftest import SEED
 
@@ -85,3 +90,68 @@ def test_forward_tolerance(name: str, params: dict) -> None:
     assert verdict.ok == should_pass, verdict.message or f"passed with max error {verdict.max_error:.2f} of the tolerance"
     if should_pass:
         assert verdict.max_error <= 0.75  # honest kernels keep a margin, not a coin flip at the edge
+
+
+# --------------------------------------------------------------------------------------------------
+# rmsnorm_linear: y = rmsnorm(x) @ w.T, judged against the size of each output's K terms.
+# --------------------------------------------------------------------------------------------------
+
+
+def _linear_cases() -> list[dict]:
+    """The graded cases; on the GPU tier's, M capped at 16 and N at 2048 (K, which sets the error, kept)."""
+    cases = [{**p, "dtype": "float32"} for p in CPU_LINEAR]
+    cases += [{**p, "M": min(p["M"], 16), "N": min(p["N"], 2048), "dtype": d}
+              for d in ("float32", "float16", "bfloat16") for p in GPU_LINEAR]  # fmt: skip
+    return cases
+
+
+def _norm32(x: torch.Tensor, nw: torch.Tensor, eps: float) -> torch.Tensor:
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * nw.float()  # (M, K)
+
+
+def _linear_fp32(x, nw, w, eps, out):
+    """The float32 computation, rounded once on the store."""
+    return (_norm32(x, nw, eps) @ w.float().T).to(out)
+
+
+def _linear_unfused(x, nw, w, eps, out):
+    """What the solution and the unfused path do: x_norm rounded to the input dtype, then a float32-accumulated product."""
+    return (_norm32(x, nw, eps).to(out).float() @ w.float().T).to(out)
+
+
+def _tf32(t: torch.Tensor) -> torch.Tensor:
+    """float32 rounded to tf32's 10-bit mantissa (to nearest), as tensor cores read float32 in tf32 mode."""
+    bits = t.float().contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def _linear_lower(x, nw, w, eps, out):
+    """x_norm and w rounded to the next lower precision: tf32 for float32, bfloat16 for float16, float8 for bfloat16."""
+    dtype = str(out).replace("torch.", "")
+    low = (lambda t: _tf32(t)) if dtype == "float32" else (lambda t: _round_through(t, LOWER[dtype]))
+    return (low(_norm32(x, nw, eps)) @ low(w.float()).T).to(out)
+
+
+LINEAR_CANDIDATES: dict[str, tuple[Callable, bool]] = {
+    "float32 math, one rounding": (_linear_fp32, True),
+    "x_norm rounded to the input dtype (unfused)": (_linear_unfused, True),
+    "next lower precision": (_linear_lower, False),
+    "zero output": (lambda x, nw, w, eps, out: torch.zeros(x.shape[0], w.shape[0], dtype=out), False),
+    "norm left out (x @ w.T)": (lambda x, nw, w, eps, out: (x.float() @ w.float().T).to(out), False),
+    "norm weight left out": (lambda x, nw, w, eps, out: (_norm32(x, torch.ones_like(nw), eps) @ w.float().T).to(out), False),
+}
+
+
+@pytest.mark.parametrize("params", _linear_cases(), ids=lambda p: f"{p['dtype']}-M{p['M']}-K{p['K']}-N{p['N']}-eps{p['eps']}-{p.get('dist', 'normal')}")
+def test_linear_tolerance_accepts_honest_products_and_rejects_the_rest(params: dict) -> None:
+    device = torch.device("cpu")
+    inputs = make_linear_inputs(params, generator(SEED, device), device)
+    ref = reference_linear(inputs, params)["y"]
+    tol = LINEAR_TOLERANCES[params["dtype"]]
+    for name, (fn, should_pass) in LINEAR_CANDIDATES.items():
+        out = fn(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"], DTYPES[params["dtype"]])
+        verdict = compare("y", out, ref, tol)
+        assert verdict.ok == should_pass, (name, verdict.message or f"passed with max error {verdict.max_error:.2f}")
+        if should_pass:
+            assert verdict.max_error <= 0.75, (name, verdict.max_error)  # a margin, not a coin flip at the edge

@@ -188,3 +188,55 @@ def test_an_honest_bfloat16_backward_passes_on_every_seed(seed: int) -> None:
     for n in ("dq", "dk", "dv"):
         verdict = compare(n, grads[n].to(torch.bfloat16), ref[n], spec.BACKWARD_TOLERANCES["bfloat16"])
         assert verdict.ok and verdict.max_error <= 0.75, (n, verdict.max_error, verdict.message)
+
+
+# --------------------------------------------------------------------------------------------------
+# kv_int8: decode over an INT8 cache, judged with the forward's table against float64 attention over the
+# dequantized cache. Two honest ways to compute it pass with a margin: the scales folded into the score and
+# probability columns (the reference solution's; codes are exact in any float format), and the cache
+# dequantized into the input dtype before an ordinary decode (one more rounding per element of K and V).
+# --------------------------------------------------------------------------------------------------
+
+
+def _kv_int8_cases() -> list[dict]:
+    cases = [{**p, "dtype": "float32"} for p in spec.CPU_KV_INT8]
+    cases += [{**_capped(p), "dtype": d} for d in ("float32", "float16", "bfloat16") for p in spec.GPU_KV_INT8]
+    return cases
+
+
+def int8_folded(inputs: dict, params: dict, fmt: torch.dtype | str) -> torch.Tensor:
+    q = _round(inputs["q"], fmt)
+    k_codes, v_codes = inputs["k_q"].float(), inputs["v_q"].float()
+    s = _scores(q, k_codes, params) * _expand(q, inputs["k_scale"][..., None]).transpose(-1, -2)
+    p = torch.exp(s - s.amax(-1, keepdim=True))  # (B, Hq, 1, Sk)
+    pv = _round(p * _expand(q, inputs["v_scale"][..., None]).transpose(-1, -2), fmt)
+    return (pv @ _expand(q, v_codes)) / p.sum(-1, keepdim=True)
+
+
+def int8_dequantized_first(inputs: dict, params: dict, fmt: torch.dtype | str) -> torch.Tensor:
+    k, v = spec.dequantized(inputs, torch.float32)
+    return flash_forward({"q": inputs["q"], "k": k, "v": v}, params, fmt)
+
+
+KV_INT8 = {
+    "scales folded into scores and probabilities": (lambda x, p: int8_folded(x, p, DTYPES[p["dtype"]]), True),
+    "cache dequantized to the input dtype first": (lambda x, p: int8_dequantized_first(x, p, DTYPES[p["dtype"]]), True),
+    "next lower precision": (lambda x, p: int8_dequantized_first(x, p, LOWER[p["dtype"]]), False),
+    "zero output": (lambda x, p: torch.zeros_like(x["q"]), False),
+    "q passed through": (lambda x, p: x["q"].clone(), False),
+}
+
+
+@pytest.mark.parametrize("params", _kv_int8_cases(), ids=lambda p: _name(p) + f"-{p.get('dist', 'normal')}")
+def test_kv_int8_tolerance_accepts_honest_decodes_and_rejects_the_rest(params: dict) -> None:
+    inputs = spec.make_kv_int8_inputs(params, generator(SEED, CPU), CPU)
+    ref = spec.reference_kv_int8(inputs, params)["o"]
+    for name, (fn, should_pass) in KV_INT8.items():
+        if name == "next lower precision" and params.get("dist") == "hostile" and params["dtype"] != "bfloat16":
+            # The hostile cache's power-of-two scales leave only its two constructed dims nonzero, exact in
+            # bfloat16 as in float16 (q is 0 or 1 there): no precision above float8 computes it differently.
+            continue
+        verdict = compare("o", fn(inputs, params).to(DTYPES[params["dtype"]]), ref, spec.TOLERANCES[params["dtype"]])
+        assert verdict.ok == should_pass, (name, verdict.message or f"passed at {verdict.max_error:.2f} of the tolerance")
+        if should_pass:
+            assert verdict.max_error <= 0.75, (name, verdict.max_error)

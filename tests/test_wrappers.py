@@ -57,3 +57,26 @@ def test_module_layer_normalises_with_its_weight() -> None:
     x = _x(2, 8)
     expected = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * layer.weight.detach()
     torch.testing.assert_close(layer(x), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_quantize_kv_rounds_each_token_to_its_nearest_int8_code_and_feeds_the_int8_decode() -> None:
+    """quantize_kv (given code, not graded): codes within half a step of k / scale, scale = max|k| / 127 per
+    token, a row of zeros kept at zero; the int8 decode over its cache matches attention over the dequantized one."""
+    import math
+
+    fa = load_kernels("flash_attention", "solutions")
+    g = torch.Generator().manual_seed(0)
+    keys = torch.randn(2, 2, 37, 16, generator=g) * torch.logspace(-2, 2, 37)[:, None]  # (B, Hkv, Sk, D)
+    values = torch.randn(2, 2, 37, 16, generator=g)
+    keys[0, 1, 5] = 0.0
+    k_q, k_scale, v_q, v_scale = fa.quantize_kv(keys, values)
+    assert k_q.dtype == torch.int8 and k_scale.shape == (2, 2, 37) and k_scale.dtype == torch.float32
+    torch.testing.assert_close(k_scale, keys.abs().amax(-1) / 127, rtol=1e-6, atol=0)
+    assert k_q.abs().max().item() == 127 and k_q[0, 1, 5].abs().max().item() == 0 and k_scale[0, 1, 5].item() == 0
+    step = torch.where(k_scale > 0, k_scale, 1.0)[..., None]
+    assert ((k_q.double() * k_scale.double()[..., None] - keys.double()).abs() / step).max().item() <= 0.5 + 1e-5
+    q = torch.randn(2, 4, 1, 16, generator=g)
+    kd, vd = (c.double() * s.double()[..., None] for c, s in ((k_q, k_scale), (v_q, v_scale)))
+    scores = q.double() @ kd.repeat_interleave(2, 1).transpose(-1, -2) / math.sqrt(16)
+    want = torch.softmax(scores, -1) @ vd.repeat_interleave(2, 1)
+    torch.testing.assert_close(fa.flash_decode_int8(q, k_q, k_scale, v_q, v_scale).double(), want, rtol=1e-5, atol=1e-5)

@@ -1,9 +1,12 @@
-"""Assignment 05, RMSNorm: a fused Triton forward, and (bonus) a Triton backward for dx and dweight.
+"""Assignment 05, RMSNorm: a fused Triton forward, and as bonuses a Triton backward for dx and dweight,
+and RMSNorm fused into the linear layer that follows it (decode).
 
     y = x / sqrt(mean(x**2, dim=-1) + eps) * weight
+    rmsnorm_linear: y = rmsnorm(x, norm_weight, eps) @ w.T     x (M, K), w (N, K); x_norm never stored
 
 The handout is README.md beside this file. Fill in every region marked TODO; keep the signatures,
-the launch wrappers and the autograd Function as they are: the grader calls `rmsnorm(x, weight, eps)`.
+the launch wrappers and the autograd Function as they are: the grader calls `rmsnorm(x, weight, eps)`
+and `rmsnorm_linear(x, norm_weight, w, eps)`.
 Grade yourself with `make grade` (or `python -m autograder grade rmsnorm`).
 """
 
@@ -19,7 +22,7 @@ from course.device import Device, device_of
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
-# Kernels: the forward, and (bonus) the backward's dx and dweight
+# Kernels: the forward, (bonus) the backward's dx and dweight, (bonus) RMSNorm fused into a linear layer
 # --------------------------------------------------------------------------------------------------
 
 
@@ -87,6 +90,33 @@ def _rmsnorm_bwd_dw_kernel(
     raise NotImplementedError("TODO(rmsnorm.backward): not implemented yet; see README.md")
 
 
+@triton.jit
+def _rmsnorm_linear_kernel(
+    x_ptr,  # (M, K) activations, rows contiguous
+    nw_ptr,  # (K,) RMSNorm weight
+    w_ptr,  # (N, K) linear weight, rows contiguous (y = x_norm @ w.T, as nn.Linear stores it)
+    y_ptr,  # (M, N) output, x's dtype
+    n_rows,
+    n_out,  # N
+    n_in,  # K
+    stride_x,
+    stride_w,
+    stride_y,
+    eps,
+    BLOCK_M: tl.constexpr,  # rows of x per program (16 or more: tl.dot's smallest tile)
+    BLOCK_N: tl.constexpr,  # output columns per program
+    BLOCK_K: tl.constexpr,  # step along K
+    DOT_PRECISION: tl.constexpr,  # "ieee" for float32 inputs: exact float32 products
+):
+    """Program (i, j) writes y[i*BLOCK_M:(i+1)*BLOCK_M, j*BLOCK_N:(j+1)*BLOCK_N]; x_norm lives only in registers."""
+    # TODO(rmsnorm.linear)
+    #   Walk K twice: first sum x*x per row (float32) for rstd; then, tile by tile, normalise x in
+    #   registers (x * rstd * norm_weight, rounded to w's dtype as a stored x_norm would be) and accumulate
+    #   its product with the (BLOCK_N, BLOCK_K) tile of w into a float32 (BLOCK_M, BLOCK_N) tile.
+    #   More, one step at a time: python -m autograder hint rmsnorm.linear
+    raise NotImplementedError("TODO(rmsnorm.linear): not implemented yet; see README.md")
+
+
 # --------------------------------------------------------------------------------------------------
 # Configuration: launch settings per GPU and shape, from configs.json
 # --------------------------------------------------------------------------------------------------
@@ -129,10 +159,42 @@ def dweight_config(device: Device, n_cols: int) -> tuple[int, int, int]:
     return s["block_p"], min(triton.next_power_of_2(n_cols), s["block_n"]), s["num_warps"]
 
 
+# rmsnorm_linear by the number of rows M: decode (M up to 16) and small batches. Each program's tiles of x
+# and w, num_stages deep, must fit the GPU's shared memory; a GPU with less than the reference's gets fewer
+# stages, then shorter K steps. Programs: cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N); BLOCK_N halves (down to 16)
+# until they cover every SM, so that N = 4096 at M = 1 does not leave half of an H100 idle.
+LINEAR_BUCKETS = (16, 64)
+
+
+def _linear_smem(block_m: int, block_n: int, block_k: int, stages: int, size: int) -> int:
+    return stages * (block_m + block_n) * block_k * size
+
+
+def linear_config(device: Device, n_rows: int, n_out: int, element_size: int) -> tuple[int, int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of rmsnorm_linear for an (M, K) x and an (N, K) w."""
+    s = CONFIGS.pick(device, "linear", ceil_bucket(n_rows, LINEAR_BUCKETS, "M", "M>64"))
+    block_m = max(16, min(triton.next_power_of_2(n_rows), s["max_block_m"]))
+    block_n, block_k, stages = s["block_n"], s["block_k"], s["num_stages"]
+    while block_n > 16 and triton.cdiv(n_rows, block_m) * triton.cdiv(n_out, block_n) < device.sms:
+        block_n //= 2
+    while _linear_smem(block_m, block_n, block_k, stages, element_size) > device.smem_per_block:  # pragma: no cover - GPU only: a GPU with less shared memory than the table's
+        if stages > 2:
+            stages -= 1
+        elif block_k > 32:
+            block_k //= 2
+        else:
+            break
+    return block_m, block_n, block_k, s["num_warps"], stages
+
+
 # What `python -m autograder tune rmsnorm` tries: around the H200's choices, and what a GPU with other
 # SM and bandwidth figures may prefer (more rows or warps per program, more programs per SM).
 def _rows(*shapes: list[int]) -> list[dict]:
     return [{"shape": s, "dtype": "bfloat16", "eps": 1e-6} for s in shapes]
+
+
+def _linear(rows: list[int]) -> list[dict]:
+    return [{"M": m, "K": 4096, "N": 14336, "dtype": "bfloat16", "eps": 1e-6} for m in rows]
 
 
 SEARCH_SPACE = [
@@ -146,6 +208,10 @@ SEARCH_SPACE = [
     SearchSpace("backward", "rmsnorm.backward",
                 {"cols<=1024": _rows([16384, 1024]), "cols<=4096": _rows([16384, 4096]), "cols>4096": _rows([16384, 8192])},
                 grid(programs_per_sm=[1, 2, 4], num_warps=[4, 16])),
+    SearchSpace("linear", "rmsnorm.linear", {"M<=16": _linear([1, 4, 16])},
+                grid(max_block_m=[16], block_n=[32, 64, 128], block_k=[128, 256], num_warps=[4, 8], num_stages=[3, 4])),
+    SearchSpace("linear", "rmsnorm.linear", {"M<=64": _linear([64]), "M>64": _linear([256])},
+                grid(max_block_m=[32, 64], block_n=[64, 128], block_k=[64, 128], num_warps=[4, 8], num_stages=[3, 4])),
 ]  # fmt: skip
 
 
@@ -203,6 +269,23 @@ def rmsnorm_backward(
     return dx, dw
 
 
+def rmsnorm_linear_forward(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """Launch the fused kernel: y (M, N) = rmsnorm(x) @ w.T, in x's dtype."""
+    n_rows, n_in = x.shape
+    n_out = w.shape[0]
+    y = torch.empty((n_rows, n_out), dtype=x.dtype, device=x.device)
+    if n_rows == 0 or n_out == 0:  # pragma: no cover - empty input, no launch
+        return y
+    block_m, block_n, block_k, num_warps, stages = linear_config(device_of(x), n_rows, n_out, x.element_size())
+    grid = (triton.cdiv(n_rows, block_m), triton.cdiv(n_out, block_n))
+    _rmsnorm_linear_kernel[grid](
+        x, norm_weight, w, y, n_rows, n_out, n_in, x.stride(0), w.stride(0), y.stride(0), eps,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+        DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", num_warps=num_warps, num_stages=stages,
+    )  # fmt: skip
+    return y
+
+
 # --------------------------------------------------------------------------------------------------
 # Autograd Function
 # --------------------------------------------------------------------------------------------------
@@ -248,6 +331,28 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.T
     if not isinstance(eps, (int, float)) or eps < 0:
         raise ValueError(f"rmsnorm: `eps` must be a non-negative number, got {eps!r}.")
     return RMSNormFunction.apply(x, weight, float(eps))
+
+
+def rmsnorm_linear(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """rmsnorm(x, norm_weight, eps) @ w.T in one kernel, the normalised x never written to memory.
+
+    x: (M, K); norm_weight: (K,); w: (N, K), as nn.Linear(K, N).weight; one float dtype and device, contiguous.
+    Returns y (M, N) in x's dtype. Forward only: the decode step of inference.
+    """
+    fn = "rmsnorm_linear"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "norm_weight", norm_weight, ndim=1)
+    check_tensor(fn, "w", w, ndim=2)
+    check_same(fn, "dtype", x=x, norm_weight=norm_weight, w=w)
+    check_same(fn, "device", x=x, norm_weight=norm_weight, w=w)
+    if norm_weight.shape[0] != x.shape[1] or w.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"{fn}: x is (M, K) = {tuple(x.shape)}, so `norm_weight` must be ({x.shape[1]},) and `w` (N, {x.shape[1]}); "
+            f"got {tuple(norm_weight.shape)} and {tuple(w.shape)}."
+        )
+    if not isinstance(eps, (int, float)) or eps < 0:
+        raise ValueError(f"{fn}: `eps` must be a non-negative number, got {eps!r}.")
+    return rmsnorm_linear_forward(x, norm_weight, w, float(eps))
 
 
 class RMSNorm(torch.nn.Module):  # pragma: no cover - not graded (tests/test_wrappers.py)

@@ -3,8 +3,9 @@ and its decode path.
 
 Parts: the forward on block-aligned shapes (forward), with the causal mask (causal), with fewer KV heads
 than query heads (gqa), and on lengths that are multiples of no block, Sq != Sk and every head dim
-(ragged); bonuses: gradients through autograd (backward) and one query row (decode), the latter also
-timed against SDPA.
+(ragged); bonuses: gradients through autograd (backward), one query row (decode), the latter also
+timed against SDPA, and one query row over an INT8 KV cache (kv_int8), judged against the float64 attention
+over the dequantized cache, so that the kernel is graded apart from the quantization's own error.
 """
 
 from __future__ import annotations
@@ -89,6 +90,51 @@ def _hostile_scores(q: torch.Tensor, k: torch.Tensor, scale: float) -> tuple[tor
     return q, k
 
 
+# --------------------------------------------------------------------------------------------------
+# The INT8 KV cache (bonus kv_int8): symmetric per token and head, k = k_q * k_scale[..., None], codes in
+# [-127, 127], float32 scales. The grader quantizes the cache itself (quantize_int8, in float32), so that
+# a submission is graded on the cache it is given. The hostile distribution "spread" scales each token's
+# V by 10^u, u uniform in [-2, 2], and its K by 10^u, u in [-0.5, 0.5]: a scale read from the wrong token,
+# head or split is then off by up to 10^4; "hostile" is the decode's (scores near -120, rising, equal), with
+# every scale a power of two: the dequantized cache is then exact in float16 and bfloat16, as the decode's
+# hostile inputs are, so that a kernel that dequantizes into q's dtype before its dots is not judged on
+# the rounding of values near 1400 (the -120 offset's keys), which no scaling of the tolerance separates
+# from a real error.
+# --------------------------------------------------------------------------------------------------
+
+KV_SPREAD_DECADES = {"k": 0.5, "v": 2.0}
+
+
+def quantize_int8(t: torch.Tensor, pow2: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, H, S, D) -> int8 codes and float32 per-token scales (B, H, S): max|t| / 127 (or, with pow2, the power
+    of two at or above it), codes rounded to nearest."""
+    t = t.float()
+    scale = t.abs().amax(-1) / 127.0
+    if pow2:
+        scale = torch.where(scale > 0, torch.exp2(torch.ceil(torch.log2(scale))), scale)
+    codes = torch.round(t / torch.where(scale > 0, scale, 1.0)[..., None]).clamp(-127, 127).to(torch.int8)
+    return codes, scale
+
+
+def make_kv_int8_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    dense = make_forward_inputs(params, g, device)
+    k, v = dense["k"].float(), dense["v"].float()
+    if params.get("dist") == "spread":
+        for name, t in (("k", k), ("v", v)):
+            d = KV_SPREAD_DECADES[name]
+            t *= 10.0 ** (torch.rand(t.shape[:3], generator=g, device=device) * 2 * d - d)[..., None]
+    pow2 = params.get("dist") == "hostile"
+    k_q, k_scale = quantize_int8(k, pow2)
+    v_q, v_scale = quantize_int8(v, pow2)
+    return read_fenced({"q": dense["q"], "k_q": k_q, "k_scale": k_scale, "v_q": v_q, "v_scale": v_scale})
+
+
+def dequantized(inputs: Tensors, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    k = inputs["k_q"].to(dtype) * inputs["k_scale"].to(dtype)[..., None]
+    v = inputs["v_q"].to(dtype) * inputs["v_scale"].to(dtype)[..., None]
+    return k, v
+
+
 def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     inputs = make_forward_inputs(params, g, device)
     do = torch.randn(inputs["q"].shape, generator=g, device=device)  # (B, Hq, Sq, D)
@@ -114,6 +160,12 @@ def attention64(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
 
 def reference_forward(inputs: Tensors, params: Params) -> Tensors:
     return {"o": attention64(inputs["q"], inputs["k"], inputs["v"], params["causal"], scale_of(params))}
+
+
+def reference_kv_int8(inputs: Tensors, params: Params) -> Tensors:
+    """float64 attention over the dequantized cache: the kernel judged apart from the quantization."""
+    k, v = dequantized(inputs)
+    return {"o": attention64(inputs["q"], k, v, False, scale_of(params))}
 
 
 def reference_backward(inputs: Tensors, params: Params) -> Tensors:
@@ -172,6 +224,48 @@ def call_backward(module: ModuleType, inputs: Tensors, params: Params) -> Tensor
 
 def speed_forward(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
     return module.flash_attention(inputs["q"], inputs["k"], inputs["v"], params["causal"], params.get("scale"))
+
+
+# Not in the assignment's `api` (checked before every case): a kernels.py written before this bonus still
+# has every other part graded, and loses only these cases, with this sentence.
+KV_INT8_SIGNATURE = "flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None)"
+
+
+def _flash_decode_int8(module: ModuleType):
+    fn = getattr(module, "flash_decode_int8", None)
+    if not callable(fn):
+        raise TypeError(
+            f"kernels.py does not define `flash_decode_int8`: this bonus calls {KV_INT8_SIGNATURE}. Copy the "
+            "function, its launcher and its kernel from the starter code (assignments/flash_attention/kernels.py)."
+        )
+    return fn
+
+
+def call_kv_int8(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    names = ("q", "k_q", "k_scale", "v_q", "v_scale")
+    return {"o": _flash_decode_int8(module)(*(inputs[n] for n in names), params.get("scale"))}
+
+
+def speed_kv_int8(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return call_kv_int8(module, inputs, params)["o"]
+
+
+def kv_int8_bytes(params: Params) -> int:
+    """Read q, the INT8 codes of K and V and their float32 scales once, write o once."""
+    batch, n_heads_q, n_heads_kv, _, seqlen_k, head_dim = dims(params)
+    size = DTYPES[params["dtype"]].itemsize
+    return 2 * batch * n_heads_q * head_dim * size + 2 * batch * n_heads_kv * seqlen_k * (head_dim + 4)
+
+
+def _dense_cache(inputs: Tensors, params: Params) -> Tensors:
+    """The baseline's cache: the dequantized K and V in q's dtype, made outside the timed region."""
+    k, v = dequantized(inputs, torch.float32)
+    return {"k": k.to(inputs["q"].dtype).contiguous(), "v": v.to(inputs["q"].dtype).contiguous()}
+
+
+def sdpa_dense_baseline(inputs: Tensors, params: Params) -> torch.Tensor:
+    """What decode costs with the unquantized cache: SDPA over 16-bit K and V."""
+    return sdpa(inputs, params)
 
 
 def attention_flops(params: Params) -> int:
@@ -282,6 +376,15 @@ CPU_DECODE = [
     {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
 ]
 
+# kv_int8: the decode's shapes, over an INT8 cache, and the spread of per-token scales.
+CPU_KV_INT8 = [
+    {"shape": [2, 4, 1, 16], "seq_k": 70, "causal": False},
+    {"shape": [1, 8, 1, 32], "kv_heads": 2, "seq_k": 300, "causal": False},
+    {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
+    {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
+    {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False, "dist": "spread"},
+]
+
 GPU_FORWARD = [
     {"shape": [2, 8, 1024, 128], "causal": False},
     {"shape": [1, 16, 2048, 64], "causal": False},
@@ -313,6 +416,14 @@ GPU_DECODE = [
     {"shape": [8, 32, 1, 128], "kv_heads": 8, "seq_k": 4096, "causal": False},
     {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False},
     {"shape": [2, 16, 1, 128], "kv_heads": 2, "seq_k": 777, "causal": False},
+    {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile"},
+]
+
+GPU_KV_INT8 = [
+    {"shape": [8, 32, 1, 128], "kv_heads": 8, "seq_k": 4096, "causal": False},
+    {"shape": [2, 16, 1, 128], "kv_heads": 2, "seq_k": 777, "causal": False},
+    {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False},
+    {"shape": [1, 32, 1, 128], "kv_heads": 8, "seq_k": 16384, "causal": False, "dist": "spread"},
     {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile"},
 ]
 
@@ -352,6 +463,9 @@ ASSIGNMENT = Assignment(
             tolerances=BACKWARD_TOLERANCES,
         ),
         _part("flash_attention.decode", "decode: one query row, keys split", 10, CPU_DECODE, GPU_DECODE, bonus=True),
+        Part(task="flash_attention.kv_int8", title="decode over an INT8 KV cache", points=10, bonus=True,
+             make_inputs=make_kv_int8_inputs, call=call_kv_int8, reference=reference_kv_int8,
+             cases=_cases(CPU_KV_INT8, GPU_KV_INT8), tolerances=TOLERANCES),
     ],
     speed=[
         SpeedCase("flash_attention.forward", {"shape": SPEED_SHAPE, "causal": False, "dtype": "bfloat16"}, 10, 1.0,
@@ -366,6 +480,11 @@ ASSIGNMENT = Assignment(
         # on noise, so the threshold sits 10% below.
         SpeedCase("flash_attention.decode", DECODE_SPEED, 10, 0.9, attention_bytes, baseline=sdpa_baseline,
                   baseline_name="SDPA (enable_gqa)", zero_at=0.5, bonus=True),
+        # The INT8 cache moves about half the bytes of the 16-bit one: the decode's shape against SDPA over the
+        # 16-bit cache. Full points at parity (a first target, to be raised from GPU measurements).
+        SpeedCase("flash_attention.kv_int8", {**DECODE_SPEED, "seq_k": 16384}, 5, 1.0, kv_int8_bytes,
+                  call=speed_kv_int8, baseline=sdpa_dense_baseline, baseline_setup=_dense_cache,
+                  baseline_name="SDPA over the bf16 cache", zero_at=0.5, bonus=True),
     ],
     speed_call=speed_forward,
 )

@@ -1,4 +1,5 @@
-"""Grading spec for assignment 05, RMSNorm: rmsnorm(x, weight, eps) and its backward."""
+"""Grading spec for assignment 05, RMSNorm: rmsnorm(x, weight, eps), its backward, and (bonus)
+rmsnorm_linear(x, norm_weight, w, eps) = rmsnorm(x) @ w.T in one kernel, the decode step's norm and projection."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from types import ModuleType
 
 import torch
 
+from autograder.checking import attach_term_scale
 from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
 
 # --------------------------------------------------------------------------------------------------
@@ -55,6 +57,16 @@ def make_backward_inputs(params: Params, g: torch.Generator, device: torch.devic
     return read_fenced(inputs)
 
 
+def make_linear_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    """x (M, K) and norm_weight (K,) as the forward draws them (hostile rows included), and w (N, K) with
+    entries of size 1/sqrt(K), as an initialised nn.Linear's, so that y is of the size of x_norm."""
+    m, k, n = params["M"], params["K"], params["N"]
+    normed = make_forward_inputs({**params, "shape": [m, k]}, g, device)
+    w = torch.randn((n, k), generator=g, device=device) * (_uniform(g, 0.5, 2.0) / math.sqrt(k))
+    dtype = DTYPES[params["dtype"]]
+    return read_fenced({"x": normed["x"], "norm_weight": normed["weight"], "w": w.to(dtype)})
+
+
 # --------------------------------------------------------------------------------------------------
 # References (float64, in the grader's process) and the PyTorch baseline (the submission's dtype).
 # --------------------------------------------------------------------------------------------------
@@ -77,11 +89,25 @@ def reference_backward(inputs: Tensors, params: Params) -> Tensors:
     return {"dx": dx, "dweight": dw}
 
 
+def reference_linear(inputs: Tensors, params: Params) -> Tensors:
+    """The float64 product of the float64 norm, marked with the size of its K terms (attach_term_scale)."""
+    xn = _rmsnorm64(inputs["x"].double(), inputs["norm_weight"].double(), params["eps"])  # (M, K)
+    w = inputs["w"].double()  # (N, K)
+    return {"y": attach_term_scale(xn @ w.T, (xn * xn @ (w * w).T).sqrt())}
+
+
 def eager_baseline(inputs: Tensors, params: Params) -> torch.Tensor:
     """RMSNorm as eager PyTorch code writes it (Llama's reference style): five kernels, fp32 inside."""
     x, w = inputs["x"], inputs["weight"]
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + params["eps"])).to(x.dtype) * w
+
+
+def unfused_linear_baseline(inputs: Tensors, params: Params) -> torch.Tensor:
+    """What a model runs without the fusion: PyTorch's fused RMSNorm writes x_norm, then cuBLAS reads it."""
+    x = inputs["x"]
+    x_norm = torch.nn.functional.rms_norm(x, (x.shape[-1],), inputs["norm_weight"], params["eps"])
+    return x_norm @ inputs["w"].T
 
 
 # --------------------------------------------------------------------------------------------------
@@ -117,6 +143,39 @@ def forward_bytes(params: Params) -> int:
     return (2 * numel + n_cols) * DTYPES[params["dtype"]].itemsize
 
 
+# Not in the assignment's `api`, which every case checks before it runs: a kernels.py written before this
+# bonus existed still has its forward and backward graded, and loses only these cases, with this sentence.
+LINEAR_SIGNATURE = "rmsnorm_linear(x, norm_weight, w, eps=1e-6)"
+
+
+def _rmsnorm_linear(module: ModuleType):
+    fn = getattr(module, "rmsnorm_linear", None)
+    if not callable(fn):
+        raise TypeError(
+            f"kernels.py does not define `rmsnorm_linear`: this bonus calls {LINEAR_SIGNATURE}. Copy the function "
+            "and its kernel from the starter code (assignments/rmsnorm/kernels.py) into your file."
+        )
+    return fn
+
+
+def call_linear(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"y": _rmsnorm_linear(module)(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"])}
+
+
+def speed_linear(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return _rmsnorm_linear(module)(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"])
+
+
+def linear_bytes(params: Params) -> int:
+    """Read x, norm_weight and w once, write y once: at decode sizes, w is nearly all of it."""
+    m, k, n = params["M"], params["K"], params["N"]
+    return (m * k + k + n * k + m * n) * DTYPES[params["dtype"]].itemsize
+
+
+def linear_flops(params: Params) -> int:
+    return 2 * params["M"] * params["N"] * params["K"]
+
+
 # --------------------------------------------------------------------------------------------------
 # Cases and rubric.
 # --------------------------------------------------------------------------------------------------
@@ -137,6 +196,22 @@ BACKWARD_TOLERANCES = {
     "float32": Tolerance(rtol=1e-5, atol=2e-5, scale="row"),
     "float16": Tolerance(rtol=2e-3, atol=2e-5, scale="row"),
     "bfloat16": Tolerance(rtol=1.6e-2, atol=2e-5, scale="row"),
+}
+
+# rmsnorm_linear: y = x_norm @ w.T. The reference is the float64 product of the float64 norm, each output
+# judged against the size of its K terms (attach_term_scale), since the terms of a product cancel. An
+# honest kernel rounds x_norm to the input dtype for the tensor cores, as the unfused path does when it
+# stores x_norm: an error of up to u (2^-9 for bfloat16, 2^-12 for float16, in units of each term) on each
+# of K terms, about u / sqrt(3) of the terms' size on each output and 5 times that at the largest of a
+# million; then one rounding on the store (rtol 4u, as everywhere in the course). atol is 10u for 16-bit
+# and 1e-4 for float32, whose float32 sum drifts by about 2^-24 * sqrt(K). Rounding x_norm and w to the
+# next lower precision (bfloat16 for float16, float8 for bfloat16, tf32 or float16 for float32) moves
+# thousands of outputs past these bounds; a zero output, the norm left out (x @ w.T) or its weight left out
+# fail by far: tests/test_tolerances.py shows each side on the graded shapes.
+LINEAR_TOLERANCES = {
+    "float32": Tolerance(rtol=1e-5, atol=1e-4),
+    "float16": Tolerance(rtol=2e-3, atol=5e-3),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=4e-2),
 }
 
 # Small float32 shapes for the interpreter: none a power of two past 1, some with rows longer than
@@ -187,6 +262,31 @@ GPU_BACKWARD = [
     {"shape": [64, 4096], "eps": 1e-6, "dist": "extremes"},
 ]
 
+# rmsnorm_linear: M from decode's 1 to a small batch's 64 and odd counts, K and N multiples of no block;
+# M = 70 crosses the interpreter's row blocks (32), N = 130 its column blocks, K = 257 leaves a one-column
+# step; the hostile rows (tiny, zero, huge, spike, normal) once per tier. GPU: Llama-3-8B's 4096 -> 4096 and
+# 4096 -> 14336 projections at decode and small-batch sizes, and odd ones.
+CPU_LINEAR = [
+    {"M": 1, "K": 100, "N": 37, "eps": 1e-6},
+    {"M": 4, "K": 257, "N": 70, "eps": 1e-6},
+    {"M": 16, "K": 33, "N": 130, "eps": 1e-5},
+    {"M": 64, "K": 130, "N": 50, "eps": 1e-6},
+    {"M": 70, "K": 64, "N": 33, "eps": 1e-6},
+    {"M": 9, "K": 96, "N": 20, "eps": 1e-5, "scale": 1e-3},
+    {"M": 3, "K": 90, "N": 21, "eps": 0.1},
+    {"M": 10, "K": 300, "N": 40, "eps": 1e-6, "dist": "extremes"},
+]
+GPU_LINEAR = [
+    {"M": 1, "K": 4096, "N": 4096, "eps": 1e-6},
+    {"M": 1, "K": 4096, "N": 14336, "eps": 1e-6},
+    {"M": 4, "K": 4096, "N": 14336, "eps": 1e-5},
+    {"M": 16, "K": 4096, "N": 14336, "eps": 1e-6},
+    {"M": 64, "K": 4096, "N": 4096, "eps": 1e-6},
+    {"M": 7, "K": 5120, "N": 1001, "eps": 1e-6},
+    {"M": 130, "K": 2048, "N": 999, "eps": 1e-6},
+    {"M": 64, "K": 4096, "N": 1000, "eps": 1e-6, "dist": "extremes"},
+]
+
 
 def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
     cases = [Case({**p, "dtype": "float32"}, "cpu") for p in cpu]
@@ -197,7 +297,7 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
 ASSIGNMENT = Assignment(
     slug="rmsnorm",
     title="05 RMSNorm",
-    api={"rmsnorm": "rmsnorm(x, weight, eps=1e-6)"},
+    api={"rmsnorm": "rmsnorm(x, weight, eps=1e-6)"},  # and, for the linear bonus only, LINEAR_SIGNATURE
     parts=[
         Part(
             task="rmsnorm.forward",
@@ -220,10 +320,26 @@ ASSIGNMENT = Assignment(
             cases=_cases(CPU_BACKWARD, GPU_BACKWARD),
             tolerances=BACKWARD_TOLERANCES,
         ),
+        Part(
+            task="rmsnorm.linear",
+            title="RMSNorm fused into the next linear layer (decode)",
+            points=15,
+            bonus=True,
+            make_inputs=make_linear_inputs,
+            call=call_linear,
+            reference=reference_linear,
+            cases=_cases(CPU_LINEAR, GPU_LINEAR),
+            tolerances=LINEAR_TOLERANCES,
+        ),
     ],
     speed=[
         SpeedCase("rmsnorm.forward", {"shape": [16384, 4096], "dtype": "bfloat16", "eps": 1e-6}, 10, 8.0, forward_bytes),
         SpeedCase("rmsnorm.forward", {"shape": [4096, 8192], "dtype": "bfloat16", "eps": 1e-6}, 10, 8.0, forward_bytes),
+        # Decode: one token through the norm and Llama-3-8B's gate projection. The unfused path is two
+        # launches and a round trip of x_norm; the fused kernel has to stream w as fast as cuBLAS does.
+        SpeedCase("rmsnorm.linear", {"M": 1, "K": 4096, "N": 14336, "dtype": "bfloat16", "eps": 1e-6}, 5, 1.0,
+                  linear_bytes, flops=linear_flops, call=speed_linear, baseline=unfused_linear_baseline,
+                  baseline_name="F.rms_norm + cuBLAS", zero_at=0.5, bonus=True),
     ],
     baseline=eager_baseline,
     speed_call=speed_forward,
@@ -288,4 +404,28 @@ def bench_suite(module: ModuleType, quick: bool = False) -> list:
                                {k: forward(f)(params) for k, f in fns.items()}, forward_bytes(params)))
         suite.append(BenchCase("backward", params, make_backward_inputs,
                                {k: backward(f)(params) for k, f in fns.items()}, backward_bytes(params)))
+    suite += linear_bench(module, [1, 16] if quick else LINEAR_BENCH_ROWS)
+    return suite
+
+
+# rmsnorm_linear against the two unfused paths, at decode and small-batch M on Llama-3-8B's gate projection.
+LINEAR_BENCH_ROWS = [1, 4, 16, 64, 256]
+
+
+def linear_bench(module: ModuleType, rows: list[int], shape: tuple[int, int] = (4096, 14336)) -> list:
+    from autograder.spec import BenchCase
+
+    def course_unfused(inputs: Tensors, params: Params) -> torch.Tensor:
+        return module.rmsnorm(inputs["x"], inputs["norm_weight"], params["eps"]) @ inputs["w"].T
+
+    fns = {
+        "solution": lambda inputs, params: module.rmsnorm_linear(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"]),
+        "course rmsnorm + cuBLAS": course_unfused,
+        "F.rms_norm + cuBLAS": unfused_linear_baseline,
+    }
+    suite = []
+    for m in rows:
+        params = {"M": m, "K": shape[0], "N": shape[1], "dtype": "bfloat16", "eps": 1e-6}
+        impls = {name: (lambda f, p: lambda inputs: (lambda: f(inputs, p)))(f, params) for name, f in fns.items()}
+        suite.append(BenchCase(f"linear M={m}", params, make_linear_inputs, impls, linear_bytes(params), linear_flops(params)))
     return suite

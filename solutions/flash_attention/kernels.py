@@ -1,11 +1,12 @@
 """Assignment 08, flash attention: a fused Triton forward (causal, grouped-query, any length), and as
-bonuses a Triton backward and a split-K decode kernel.
+bonuses a Triton backward, a split-K decode kernel, and decode over an INT8-quantized KV cache.
 
     O = softmax(scale * Q K^T  [+ causal mask]) V        one (Sq, Sk) score matrix per head, never stored
 
 The handout is README.md beside this file. Fill in every region marked TODO; keep the signatures, the
 launch wrappers and the autograd Function as they are: the grader calls
-`flash_attention(q, k, v, causal=False, scale=None)`. Grade yourself with `make grade` (or
+`flash_attention(q, k, v, causal=False, scale=None)` and `flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None)`.
+Grade yourself with `make grade` (or
 `python -m autograder grade flash_attention`).
 """
 
@@ -34,7 +35,7 @@ HEAD_DIMS = (16, 32, 64, 128)
 
 
 # --------------------------------------------------------------------------------------------------
-# Kernels: the forward, (bonus) the split-K decode, and (bonus) the backward
+# Kernels: the forward, (bonus) the split-K decode, (bonus) the backward, (bonus) the quantized KV cache
 # --------------------------------------------------------------------------------------------------
 
 
@@ -271,6 +272,92 @@ def _attn_decode_combine_kernel(
     out = tl.sum(o_s * w[:, None], 0) / total
     tl.store(o_ptr + row * HEAD_DIM + offs_d, out.to(o_ptr.dtype.element_ty))
     tl.store(lse_ptr + row, (m + tl.math.log2(total)) * 0.6931471805599453)
+    ### END SOLUTION
+
+
+@triton.jit
+def _kv_quantize_int8_kernel(  # pragma: no cover - not graded (tests/test_wrappers.py)
+    x_ptr,  # (R, HEAD_DIM) rows of K or V, R = B * Hkv * Sk: one row per token and head
+    q_ptr,  # (R, HEAD_DIM) int8 codes (written)
+    scale_ptr,  # (R,) float32 per-token scales (written)
+    n_rows,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
+    """Symmetric INT8 per token: scale = max|x| / 127 over the row, code = round(x / scale). Given code."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_mask = rows < n_rows
+    offs = rows.to(tl.int64)[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    x = tl.load(x_ptr + offs, mask=row_mask[:, None], other=0.0).to(tl.float32)
+    scale = tl.max(tl.abs(x), axis=1) / 127.0
+    safe = tl.where(scale > 0, scale, 1.0)  # a row of zeros: codes 0, scale 0
+    r = x / safe[:, None]
+    codes = tl.where(r >= 0, tl.floor(r + 0.5), tl.ceil(r - 0.5))  # to nearest, halves away from zero
+    tl.store(q_ptr + offs, codes.to(tl.int8), mask=row_mask[:, None])
+    tl.store(scale_ptr + rows, scale, mask=row_mask)
+
+
+@triton.jit
+def _attn_decode_int8_split_kernel(
+    q_ptr,  # (B, Hq, 1, HEAD_DIM) contiguous: row b * Hq + h
+    kq_ptr,  # (B, Hkv, Sk, HEAD_DIM) int8 codes of K
+    ks_ptr,  # (B, Hkv, Sk) float32: K's scale per token
+    vq_ptr,  # (B, Hkv, Sk, HEAD_DIM) int8 codes of V
+    vs_ptr,  # (B, Hkv, Sk) float32: V's scale per token
+    o_part_ptr,  # (B * Hq, n_splits, HEAD_DIM) float32: each split's normalised partial output
+    lse_part_ptr,  # (B * Hq, n_splits) float32: each split's logsumexp, in log2 units
+    seqlen_k,
+    group,  # Hq // Hkv
+    keys_per_split,  # a multiple of BLOCK_N
+    qk_scale,  # scale * log2(e)
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_G: tl.constexpr,  # >= group and >= 16: the query heads of one KV head, padded for tl.dot
+    DOT_PRECISION: tl.constexpr,
+):
+    """The split-K decode of flash_attention.decode, reading K and V as INT8 codes and per-token scales."""
+    ### BEGIN SOLUTION flash_attention.kv_int8
+    #> The decode split kernel, with K = codes * k_scale and V = codes * v_scale per key. Never build the
+    #> dequantized tiles: the codes are exact in q's dtype, and each key's scale can multiply its score
+    #> column (K) or its probability column (V) instead. Partial results as in the decode kernel.
+    #> More: python -m autograder hint flash_attention.kv_int8
+    split = tl.program_id(0)
+    pid_bkv = tl.program_id(1)
+    n_splits = tl.num_programs(0)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    rows = pid_bkv * group + offs_g  # (BLOCK_G,) = b * Hq + h for the group's query heads
+    row_mask = offs_g < group
+    q = tl.load(q_ptr + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=row_mask[:, None], other=0.0)
+    kv_head = pid_bkv.to(tl.int64) * seqlen_k
+    start = split * keys_per_split
+    end = tl.minimum(start + keys_per_split, seqlen_k)
+
+    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, HEAD_DIM], dtype=tl.float32)
+    for start_n in range(start, end, BLOCK_N):
+        offs_n = start_n + offs_n0
+        key_mask = offs_n < end
+        kv_offs = (kv_head + offs_n)[:, None] * HEAD_DIM + offs_d[None, :]
+        k = tl.load(kq_ptr + kv_offs, mask=key_mask[:, None], other=0).to(q.dtype)  # |code| <= 127: exact
+        v = tl.load(vq_ptr + kv_offs, mask=key_mask[:, None], other=0).to(q.dtype)
+        k_scale = tl.load(ks_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        v_scale = tl.load(vs_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_G, BLOCK_N): q . codes
+        s = tl.where(key_mask[None, :], s * (k_scale * qk_scale)[None, :], float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        pv = (p * v_scale[None, :]).to(q.dtype)  # V's scale folded into the probabilities, per key
+        acc = tl.dot(pv, v, acc * alpha[:, None], input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    part = rows.to(tl.int64) * n_splits + split  # (BLOCK_G,)
+    tl.store(o_part_ptr + part[:, None] * HEAD_DIM + offs_d[None, :], acc / l_i[:, None], mask=row_mask[:, None])
+    tl.store(lse_part_ptr + part, m_i + tl.math.log2(l_i), mask=row_mask)
     ### END SOLUTION
 
 
@@ -761,6 +848,44 @@ def attention_decode(
     return o, lse
 
 
+def kv_quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - not graded (tests/test_wrappers.py)
+    """x (B, Hkv, Sk, D) -> INT8 codes shaped like x and float32 scales (B, Hkv, Sk), one per token and head."""
+    codes = torch.empty(x.shape, dtype=torch.int8, device=x.device)
+    scales = torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
+    n_rows = scales.numel()
+    block_r = 16
+    grid = (triton.cdiv(n_rows, block_r),)
+    _kv_quantize_int8_kernel[grid](x, codes, scales, n_rows, HEAD_DIM=x.shape[-1], BLOCK_R=block_r)
+    return codes, scales
+
+
+def attention_decode_int8(
+    q: torch.Tensor, k_q: torch.Tensor, k_scale: torch.Tensor, v_q: torch.Tensor, v_scale: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """Sq == 1 over an INT8 cache: split the keys over programs, then the decode's combine. Returns o (B, Hq, 1, D)."""
+    batch, n_heads_q, _, head_dim = q.shape
+    n_heads_kv, seqlen_k = k_q.shape[1], k_q.shape[2]
+    group = n_heads_q // n_heads_kv
+    # The 16-bit decode's splits: the same programs stream half the bytes (plus 4 bytes of scales per key).
+    cfg, combine_elements = decode_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv)
+    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
+    o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
+    lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
+    precision = "ieee" if q.dtype == torch.float32 else "tf32"
+    _attn_decode_int8_split_kernel[(n_splits, batch * n_heads_kv)](
+        q, k_q, k_scale, v_q, v_scale, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
+        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, triton.next_power_of_2(group)),
+        DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    _attn_decode_combine_kernel[(batch * n_heads_q,)](
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
+        num_warps=4 if head_dim * n_splits >= combine_elements else 1,
+    )  # fmt: skip
+    return o
+
+
 def attention_backward(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -874,3 +999,55 @@ def flash_attention(
     if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
         raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
     return FlashAttentionFunction.apply(q, k, v, bool(causal), float(scale))
+
+
+def quantize_kv(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # pragma: no cover - not graded (tests/test_wrappers.py)
+    """An INT8 KV cache from k, v (B, Hkv, Sk, D): (k_q, k_scale, v_q, v_scale), codes int8 shaped like k and
+    float32 scales (B, Hkv, Sk), symmetric per token: k ~ k_q * k_scale[..., None]. Given code, not graded."""
+    fn = "quantize_kv"
+    for name, t in (("k", k), ("v", v)):
+        check_tensor(fn, name, t, ndim=4)
+    check_same(fn, "dtype", k=k, v=v)
+    check_same(fn, "device", k=k, v=v)
+    if k.shape != v.shape or k.shape[-1] not in HEAD_DIMS:
+        raise ValueError(f"{fn}: `k` and `v` must share one shape (B, Hkv, Sk, D), D in {HEAD_DIMS}; got "
+                         f"{tuple(k.shape)} and {tuple(v.shape)}.")  # fmt: skip
+    return (*kv_quantize_int8(k), *kv_quantize_int8(v))
+
+
+def flash_decode_int8(
+    q: torch.Tensor,
+    k_q: torch.Tensor,
+    k_scale: torch.Tensor,
+    v_q: torch.Tensor,
+    v_scale: torch.Tensor,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Decode attention (one query row) over an INT8 KV cache, dequantized inside the split-K kernel.
+
+    q: (B, Hq, 1, D) float32, float16 or bfloat16; k_q, v_q: (B, Hkv, Sk, D) int8; k_scale, v_scale:
+    (B, Hkv, Sk) float32, so that K = k_q * k_scale[..., None] (as quantize_kv makes them). Hq a multiple of
+    Hkv (GQA), D in {16, 32, 64, 128}, all contiguous on one device. Returns (B, Hq, 1, D) in q's dtype.
+    """
+    fn = "flash_decode_int8"
+    check_tensor(fn, "q", q, ndim=4)
+    for name, t in (("k_q", k_q), ("v_q", v_q)):
+        check_tensor(fn, name, t, ndim=4, dtypes=(torch.int8,))
+    for name, t in (("k_scale", k_scale), ("v_scale", v_scale)):
+        check_tensor(fn, name, t, ndim=3, dtypes=(torch.float32,))
+    check_same(fn, "device", q=q, k_q=k_q, k_scale=k_scale, v_q=v_q, v_scale=v_scale)
+    batch, n_heads_q, seqlen_q, head_dim = q.shape
+    if k_q.shape != v_q.shape or k_scale.shape != v_scale.shape or tuple(k_scale.shape) != tuple(k_q.shape[:3]):
+        raise ValueError(f"{fn}: k_q and v_q must be (B, Hkv, Sk, D) and their scales (B, Hkv, Sk); got "
+                         + ", ".join(str(tuple(t.shape)) for t in (k_q, v_q, k_scale, v_scale)) + ".")
+    if seqlen_q != 1 or k_q.shape[0] != batch or k_q.shape[3] != head_dim or head_dim not in HEAD_DIMS:
+        raise ValueError(f"{fn}: q must be (B, Hq, 1, D) with k_q's B and D, D in {HEAD_DIMS}; got q "
+                         f"{tuple(q.shape)} and k_q {tuple(k_q.shape)}.")  # fmt: skip
+    n_heads_kv = k_q.shape[1]
+    if n_heads_kv == 0 or n_heads_q % n_heads_kv != 0 or k_q.shape[2] == 0:
+        raise ValueError(f"{fn}: q's {n_heads_q} heads must be a multiple of the cache's {n_heads_kv}, "
+                         f"and the cache must hold at least one key (Sk = {k_q.shape[2]}).")  # fmt: skip
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
+        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+    return attention_decode_int8(q, k_q, k_scale, v_q, v_scale, float(scale))
