@@ -137,7 +137,7 @@ CAUGHT_EARLIER = {("coalescing", "partial_write"): "computed with PyTorch (aten.
 # compiler refuses a kernel that calls a Python function before the replay ever sees it.
 ON_A_GPU = {
     "host_compute": ("case", "error", "numpy"),
-    "jit_python_escape": ("case", "error", "Triton could not run your kernel"),
+    "jit_python_escape": ("case", "error", "_compute_in_python"),  # Triton names the Python function it refuses
 }
 RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatch_mode_stack", "function_globals",
                   "hook_closure", "inspect_stack", "traceback_walk_stack", "profiler_hook", "reimport_worker",
