@@ -33,6 +33,7 @@ from autograder.checking import check_meta, compare, physical_floor
 from autograder.runner import Replayer, Worker, WorkerLost
 from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase
 from autograder.specs import load_spec
+from course.device import INTERPRETER, Device, cuda_device, not_gradeable
 
 # Timed calls whose outputs the grader checks, drawn at random after the timing: a submission that is
 # wrong (stale, skipped, unfinished) on half its timed calls passes all of them with probability 1/32.
@@ -47,7 +48,7 @@ HUNG_LIMIT_FRACTION = 0.25
 class CaseResult:
     task: str
     name: str
-    status: str  # passed | failed | error | not_implemented | timeout | skipped
+    status: str  # passed | failed | error | not_implemented | timeout | skipped | not_gradeable (this GPU lacks a feature)
     score: float
     max_score: float
     message: str = ""
@@ -507,6 +508,13 @@ def _recorded_call_problem(reply: dict, note: str = "") -> str:
     return reply.get("output_problem") or ""
 
 
+def grading_device(device: torch.device) -> Device:
+    """What the grader's device can do: the interpreter on a CPU, else the GPU's properties."""
+    if device.type != "cuda":
+        return INTERPRETER
+    return cuda_device(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
                      timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
                      selection: Selection | None = None, import_timeout: float | None = None) -> AssignmentResult:
@@ -518,6 +526,7 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
     seeds = Seeds(seed)
     result = AssignmentResult(slug, spec.title, tier, [])
     graded = {part.task: selection.cases(part, tier) for part in spec.parts}
+    gpu = grading_device(device)
     timed = selection.speed if selection.speed is not None else tier == "gpu"
     if not kernels_file.exists():
         message = f"There is no {kernels_file}: copy the starter code from assignments/{slug}/kernels.py."
@@ -538,10 +547,13 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
                 limits.hung = "importing kernels.py"
         passed_tasks = set()
         for part in spec.parts:
-            cases = _correctness(spec, part, graded[part.task], tier, worker, replayer, device, seeds, limits, progress)
+            runnable = [c for c in graded[part.task] if not not_gradeable(gpu, c.params.get("dtype", ""))]
+            cases = _correctness(spec, part, runnable, tier, worker, replayer, device, seeds, limits, progress)
             result.cases += cases
             if cases and all(c.status == "passed" for c in cases):
                 passed_tasks.add(part.task)
+            result.cases += [CaseResult(part.task, c.name, "not_gradeable", 0.0, 0.0, why, bonus=part.bonus)
+                             for c in graded[part.task] if (why := not_gradeable(gpu, c.params.get("dtype", "")))]  # fmt: skip
         speed_cases = selection.speed_cases(spec)
         if not timed:
             if tier == "cpu":
@@ -554,7 +566,10 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
             for index in speed_cases:
                 sc = spec.speed[index]
                 progress(f"{slug} · {sc.task} · timing {sc.name}")
-                if sc.task not in passed_tasks:
+                why = not_gradeable(gpu, sc.params.get("dtype", ""))
+                if why:
+                    result.cases.append(CaseResult(sc.task, sc.name, "not_gradeable", 0.0, 0.0, why, kind="speed", bonus=sc.bonus))
+                elif sc.task not in passed_tasks:
                     result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
                                                    f"not timed: every correctness case of {sc.task} must pass first",
                                                    kind="speed", bonus=sc.bonus))  # fmt: skip
@@ -563,4 +578,7 @@ def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int 
     finally:
         worker.cleanup()
         replayer.cleanup()
+    lacking = sorted({c.message for c in result.cases if c.status == "not_gradeable"})
+    if lacking:
+        result.note = " ".join(filter(None, [result.note, "Some cases were " + lacking[0]]))
     return result

@@ -50,6 +50,21 @@ SMEM_PER_BLOCK: dict[tuple[int, int], int] = {
     (9, 0): 227 * KB, (10, 0): 227 * KB, (12, 0): 99 * KB,
 }  # fmt: skip
 
+
+
+@dataclass(frozen=True)
+class ArchLimits:
+    """What one program (a CUDA block) may use on an architecture, beyond its shared memory."""
+
+    registers_per_block: int  # 32-bit registers shared by the block's threads
+    registers_per_thread: int
+    threads_per_block: int
+
+
+# CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": 64 K registers per block,
+# 255 per thread and 1024 threads per block on every architecture from sm_75 to sm_120.
+ARCH_LIMITS: dict[int, ArchLimits] = {arch: ArchLimits(64 * 1024, 255, 1024) for arch in (75, 80, 86, 87, 89, 90, 100, 120)}
+
 # GPUs students and instructors have, one or two per architecture, as their drivers describe them.
 KNOWN_GPUS: dict[str, Device] = {
     d.name: d
@@ -74,6 +89,17 @@ def cuda_device(index: int) -> Device:
     capability = (props.major, props.minor)
     smem = getattr(props, "shared_memory_per_block_optin", 0) or SMEM_PER_BLOCK.get(capability, 48 * KB)
     return Device(props.name, capability, props.multi_processor_count, smem)
+
+
+def not_gradeable(device: Device, dtype_name: str) -> str:
+    """Why cases of this dtype cannot be graded on this device, as a sentence; "" when they can."""
+    if dtype_name == "bfloat16" and not device.interpreter and not device.bf16_tensor_cores:
+        return (
+            f"not gradeable on this GPU: the {device.name} (sm_{device.arch}) has no bfloat16 tensor cores, which "
+            "need compute capability 8.0 (Ampere) or newer; its float32 and float16 cases are graded. Grade the "
+            "bfloat16 cases on an A100, L4, H100 or newer."
+        )
+    return ""
 
 
 def device_of(t: torch.Tensor) -> Device:
