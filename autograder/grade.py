@@ -31,7 +31,7 @@ from autograder import tape as tapes
 from autograder import timing
 from autograder.checking import check_meta, compare, physical_floor
 from autograder.runner import Replayer, Worker, WorkerLost
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase
+from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase
 from autograder.specs import load_spec
 from course.device import INTERPRETER, Device, cuda_device, not_gradeable
 
@@ -390,8 +390,10 @@ def measured_peaks(device: torch.device) -> Peaks:
 
 
 def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], copy_gbps: float,
-                  peaks: Peaks) -> tuple[float, str, str, dict]:
-    """(points, status, message, extra) for a speed case whose timed outputs were all correct."""
+                  peaks: Peaks, reps: dict[str, int] | None = None) -> tuple[float, str, str, dict]:
+    """(points, status, message, extra) for a speed case whose timed outputs were all correct.
+
+    `extra` holds what a margin table needs: the time, the measure's value and threshold, the points."""
     ms = statistics.median(times["submission"])
     base_ms = statistics.median(times["baseline"])
     flops = sc.flops(params) if sc.flops is not None else None
@@ -400,24 +402,27 @@ def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], 
     gbps = sc.bytes_moved(params) / (ms * 1e-3) / 1e9 if ms > 0 else float("nan")
     shown_copy = copy_gbps or peaks.copy_gbps
     pct = 100.0 * gbps / shown_copy if shown_copy else float("nan")
+    value = pct / 100.0 if sc.measure == COPY else speedup
     extra = {"ms": ms, "baseline_ms": base_ms, "speedup": speedup, "gbps": gbps, "pct_copy": pct,
-             "copy_gbps": shown_copy, "target_speedup": sc.target_speedup, "baseline": sc.baseline_name,
+             "copy_gbps": shown_copy, "baseline": sc.baseline_name, "measure": sc.measure, "value": value,
+             "target": sc.target, "zero_at": sc.zero_at, "margin": value / sc.target - 1 if sc.target else float("nan"),
              "floor_copy_gbps": peaks.copy_gbps, "floor_tflops": peaks.matmul_tflops,
-             "spread": timing.spread(times["submission"]), "baseline_spread": timing.spread(times["baseline"])}  # fmt: skip
+             "reps": len(times["submission"]), "spread": timing.spread(times["submission"]),
+             "baseline_spread": timing.spread(times["baseline"]), **(reps or {})}  # fmt: skip
     if flops is not None and ms > 0:
         extra["tflops"] = flops / (ms * 1e-3) / 1e12
     if floor:
         return 0.0, "failed", floor, extra
-    score = speed_points(speedup, sc.target_speedup, sc.points, sc.zero_at)
+    score = speed_points(value, sc.target, sc.points, sc.zero_at)
+    extra["points"] = score
     status = "passed" if score >= sc.points - 1e-9 else "failed"
-    rate = f"{gbps:,.0f} GB/s = {pct:.0f}% of copy bandwidth"
-    if "tflops" in extra:
-        rate = f"{extra['tflops']:,.0f} TFLOP/s, {gbps:,.0f} GB/s"
-    zero = f", none at {sc.zero_at:g}x" if sc.zero_at != 1.0 else ""
-    message = (
-        f"{ms * 1e3:.1f} us, {speedup:.2f}x {sc.baseline_name} ({base_ms * 1e3:.1f} us), {rate}; "
-        f"full points at {sc.target_speedup:g}x{zero}"
-    )
+    ratio = f"{speedup:.2f}x {sc.baseline_name} ({base_ms * 1e3:.1f} us)"
+    if sc.measure == COPY:
+        message = (f"{ms * 1e3:.1f} us, {gbps:,.0f} GB/s = {pct:.0f}% of the copy bandwidth measured now "
+                   f"({shown_copy:,.0f} GB/s); {sc.describe()}. For information: {ratio}.")  # fmt: skip
+    else:
+        rate = f"{extra['tflops']:,.0f} TFLOP/s, {gbps:,.0f} GB/s" if "tflops" in extra else f"{gbps:,.0f} GB/s = {pct:.0f}% of copy bandwidth"
+        message = f"{ms * 1e3:.1f} us, {ratio}, {rate}; {sc.describe()}"
     return score, status, message, extra
 
 

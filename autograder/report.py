@@ -56,6 +56,28 @@ def print_result(console: Console, result: AssignmentResult, verbose: bool = Fal
     console.print()
 
 
+def grading_header(device: str, slugs: list[str]) -> str:
+    """Where the grade was made and by which thresholds, so that two students on two GPUs see why their points differ."""
+    if device != "cuda":
+        return ("Graded on the CPU tier: Triton's interpreter on this CPU, float32 cases only (correct results, "
+                "no speed): speed is not graded here.")  # fmt: skip
+    import torch
+
+    from autograder.grade import grading_device, measured_peaks
+    from autograder.specs import load_spec
+
+    gpu = grading_device(torch.device("cuda"))
+    peaks = measured_peaks(torch.device("cuda"))
+    lines = [f"Graded on the GPU tier: {gpu.name} (sm_{gpu.arch}, {gpu.sms} SMs, {gpu.smem_per_block // 1024} KB of shared "
+             f"memory per block), measured now: copy bandwidth {peaks.copy_gbps:,.0f} GB/s, matmul {peaks.matmul_tflops:,.0f} TFLOP/s.",
+             "Speed thresholds: memory-bound cases are scored on the fraction of the copy bandwidth, compute-bound ones on "
+             "the ratio to the library (cuBLAS, SDPA), both measured in this run:"]  # fmt: skip
+    for slug in slugs:
+        for sc in load_spec(slug).speed:
+            lines.append(f"  {slug} {sc.task} {sc.name}: {sc.describe()}")
+    return "\n".join(lines)
+
+
 def gradescope_json(results: list[AssignmentResult], header: str = "",
                     hints: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """Gradescope's results.json: one test per case, speed-ups on the leaderboard, and the hint levels the
@@ -74,6 +96,7 @@ def gradescope_json(results: list[AssignmentResult], header: str = "",
                 "output": c.message,
                 "visibility": "visible",
                 "tags": [r.slug, c.task, c.kind],
+                **({"extra_data": c.extra} if c.kind == "speed" and c.extra else {}),  # time, measure, threshold, points
             })  # fmt: skip
             if c.kind == "speed" and "speedup" in c.extra:
                 leaderboard.append({"name": f"{r.slug} {c.name} speed-up", "value": round(c.extra["speedup"], 3)})

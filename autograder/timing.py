@@ -164,8 +164,9 @@ def copy_bandwidth_gbps(device: torch.device, nbytes: int = 1 << 30) -> float:
 
 
 def matmul_tflops(device: torch.device, n: int = 8192) -> float:
-    """Dense matmul rate of the device's fastest 16-bit path (cuBLAS bf16 on a GPU), in TFLOP/s."""
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    """Dense matmul rate of the device's fastest 16-bit path (cuBLAS bf16 on a GPU, fp16 before sm_80), in TFLOP/s."""
+    cuda = device.type == "cuda"
+    dtype = torch.float32 if not cuda else torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
     n = n if device.type == "cuda" else min(n, 512)
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
