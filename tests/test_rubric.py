@@ -72,3 +72,21 @@ def test_the_reference_solution_clears_each_copy_threshold_with_a_margin(slug: s
 def test_a_copy_threshold_above_90_percent_is_refused() -> None:
     with pytest.raises(ValueError, match="90%"):
         SpeedCase("t", {"shape": [1], "dtype": "bfloat16"}, 10, 0.95, lambda p: 1, zero_at=0.2, measure=COPY)
+
+
+def test_grade_jsons_make_a_margin_table(tmp_path) -> None:
+    import importlib.util
+
+    from autograder.grade import AssignmentResult, CaseResult
+    from autograder.report import gradescope_json
+
+    spec = importlib.util.spec_from_file_location("stability", REPO_ROOT / "scripts" / "stability.py")
+    stability = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stability)
+    slug, sc = COPY_CASES[0]
+    score, status, message, extra = speed_verdict(sc, sc.params, _times_at(sc, 0.88, 3000.0), 3000.0, Peaks(3000.0, 900.0))
+    result = AssignmentResult(slug, "t", "gpu", [CaseResult(sc.task, sc.name, status, score, sc.points, message, kind="speed", extra=extra)])
+    path = tmp_path / "grade.json"
+    path.write_text(json.dumps(gradescope_json([result], "Graded on the GPU tier: a test")))
+    row = stability.margins([path]).splitlines()[-1]
+    assert f"| 88% copy | {sc.target:.0%} copy | {100 * (0.88 / sc.target - 1):+.0f}% |" in row and f"{sc.points:g}/{sc.points:g}" in row
