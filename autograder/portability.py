@@ -194,9 +194,9 @@ _JOBS: list[Launch] = []  # filled before the pool forks: its workers find each 
 
 def _resource_usage(cubin: bytes) -> tuple[int, int]:
     """(registers per thread, local memory bytes per thread) as cuobjdump reads them from a cubin."""
-    from triton.backends.nvidia.compiler import get_ptxas  # noqa: F401  (the tools sit beside it)
+    import triton.backends.nvidia as nvidia
 
-    tool = Path(sys.modules["triton.backends.nvidia.compiler"].__file__).parent / "bin" / "cuobjdump"
+    tool = Path(nvidia.__file__).parent / "bin" / "cuobjdump"  # Triton ships the CUDA tools it needs
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
