@@ -1,4 +1,4 @@
-"""Command line: python -m autograder {grade,release,hint,doctor,bench,batch,gradescope,tune,new,mutants}."""
+"""Command line: python -m autograder {grade,release,hint,doctor,bench,batch,gradescope,tune,new,mutants,portability}."""
 
 from __future__ import annotations
 
@@ -91,6 +91,14 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--json", type=Path, metavar="FILE", help="also write the outcomes here")
     m.add_argument("--jobs", type=int, default=1, help="mutants graded at once (one worker process each)")
     m.add_argument("--list", action="store_true", help="only list the mutants, grade nothing")
+
+    o = sub.add_parser("portability", help="compile every solution kernel for every GPU architecture and check it fits (no GPU needed)")
+    o.add_argument("slugs", nargs="*", metavar="SLUG", help="solutions to compile (default: all)")
+    o.add_argument("--arch", type=int, action="append", help="only these architectures, e.g. 75 for sm_75 (default: 75 80 86 89 90 100 120)")
+    o.add_argument("--pair", action="append", metavar="SLUG:ARCH", help="only these solutions on these architectures")
+    o.add_argument("--workers", type=int, help="compilations at once (default: one per CPU core)")
+    o.add_argument("--largest", action="store_true", help="quick: only each kernel's largest launches per architecture")
+    o.add_argument("--json", type=Path, metavar="FILE", help="also write every compilation's numbers here")
     return p
 
 
@@ -144,7 +152,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.doctor import resolve_device, run_doctor
     from autograder.grade import grade_assignment
     from autograder.hints import describe, used
-    from autograder.report import print_result, write_json
+    from autograder.report import grading_header, print_result, write_json
 
     console = _console()
     err = _console(stderr=True)
@@ -160,10 +168,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
             return 2
         device = doc.device
     where = "GPU tier (float32, float16, bfloat16; speed graded)" if device == "cuda" else "CPU tier (Triton interpreter, float32; speed not graded)"
+    header = grading_header(device, list(files))
     from autograder.grade import Selection
 
     selection = Selection(max_cases=args.max_cases)
-    console.print(f"Grading {', '.join(files)} on the {where}.\n")
+    console.print(f"Grading {', '.join(files)} on the {where}.\n{header}\n", highlight=False)
     results = []
     for slug, path in files.items():
         if err.is_terminal:
@@ -180,7 +189,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     bonus = sum(r.score(True) for r in results)
     console.print(f"[bold]Total: {total:.1f}/{most:.1f} points, bonus {bonus:.1f}.[/bold]")
     if args.json:
-        write_json(args.json, results, f"Graded on the {where}.", hints_used(files))
+        write_json(args.json, results, header, hints_used(files))
         console.print(f"Wrote {args.json}.")
     return 0
 
@@ -358,6 +367,20 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     return 1 if any(i not in equivalents.get(s, {}) for s, ids in live.items() for i in ids) else 0
 
 
+def cmd_portability(args: argparse.Namespace) -> int:
+    from autograder.portability import run_in_child
+
+    if problem := _unknown_slugs(args.slugs):
+        print(problem)
+        return 2
+    argv = [*args.slugs]
+    argv += [f"--arch={a}" for a in args.arch or []] + [f"--pair={p}" for p in args.pair or []]
+    argv += [f"--workers={args.workers}"] if args.workers else []
+    argv += ["--largest"] if args.largest else []
+    argv += [f"--json={args.json.resolve()}"] if args.json else []
+    return run_in_child(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     if os.environ.get("AUTOGRADER_DIE_WITH_PARENT") == "1":  # a batch's grading process ends with the batch
         from autograder.lifecycle import die_with_parent
@@ -365,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
         die_with_parent()
     args = _parser().parse_args(argv)
     commands = {"grade": cmd_grade, "release": cmd_release, "doctor": cmd_doctor, "bench": cmd_bench,
-                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new, "hint": cmd_hint, "mutants": cmd_mutants}
+                "batch": cmd_batch, "gradescope": cmd_gradescope, "tune": cmd_tune, "new": cmd_new, "hint": cmd_hint, "mutants": cmd_mutants,
+                "portability": cmd_portability}
     return commands[args.command](args)
 
 

@@ -158,7 +158,7 @@ class _Replayer:
             times = timing.time_calls(
                 {"submission": submission, "baseline": baseline_call}, warm, timed_inputs, len(request["seeds"]), device,
                 warmup_ms=request.get("warmup_ms", 100.0), min_warmup_calls=request.get("warmup_calls", 10),
-                after=after, settle=settle,
+                after=after, settle=settle, min_reps=request.get("min_reps"), settled_spread=request.get("settled_spread", 0.0),
             )  # fmt: skip
             copy_gbps = timing.copy_bandwidth_gbps(device) if device.type == "cuda" else 0.0
             kernels = [k.plain() for k in (facts_from_compiled(*launch) for launch in replay.launched.values()) if k]

@@ -20,6 +20,7 @@ STYLE = {
     "timeout": ("TIMEOUT", "red"),
     "not_implemented": ("TODO", "yellow"),
     "skipped": ("-", "dim"),
+    "not_gradeable": ("N/A", "yellow"),  # the GPU lacks what the case needs (bfloat16 on sm_75): no points either way
 }
 
 
@@ -67,13 +68,35 @@ def _rounded_parts(values: list[float], digits: int = 4) -> list[float]:
     return out
 
 
+def grading_header(device: str, slugs: list[str]) -> str:
+    """Where the grade was made and by which thresholds, so that two students on two GPUs see why their points differ."""
+    if device != "cuda":
+        return ("Graded on the CPU tier: Triton's interpreter on this CPU, float32 cases only (correct results, "
+                "no speed): speed is not graded here.")  # fmt: skip
+    import torch
+
+    from autograder.grade import grading_device, measured_peaks
+    from autograder.specs import load_spec
+
+    gpu = grading_device(torch.device("cuda"))
+    peaks = measured_peaks(torch.device("cuda"))
+    lines = [f"Graded on the GPU tier: {gpu.name} (sm_{gpu.arch}, {gpu.sms} SMs, {gpu.smem_per_block // 1024} KB of shared "
+             f"memory per block), measured now: copy bandwidth {peaks.copy_gbps:,.0f} GB/s, matmul {peaks.matmul_tflops:,.0f} TFLOP/s.",
+             "Speed thresholds: memory-bound cases are scored on the fraction of the copy bandwidth, compute-bound ones on "
+             "the ratio to the library (cuBLAS, SDPA), both measured in this run:"]  # fmt: skip
+    for slug in slugs:
+        for sc in load_spec(slug).speed:
+            lines.append(f"  {slug} {sc.task} {sc.name}: {sc.describe()}")
+    return "\n".join(lines)
+
+
 def gradescope_json(results: list[AssignmentResult], header: str = "",
                     hints: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """Gradescope's results.json: one test per case, speed-ups on the leaderboard, and the hint levels the
     student asked for (task -> levels) in the output and in extra_data."""
     tests = []
     leaderboard = []
-    shown = [(r, c) for r in results for c in r.cases if not (c.max_score == 0 and c.status == "skipped")]
+    shown = [(r, c) for r in results for c in r.cases if not (c.max_score == 0 and c.status in ("skipped", "not_gradeable"))]
     for (r, c), max_score in zip(shown, _rounded_parts([c.max_score for _, c in shown])):
         score = max_score if c.score >= c.max_score else round(c.score * max_score / c.max_score, 4) if c.max_score else 0.0
         tests.append({
@@ -84,6 +107,7 @@ def gradescope_json(results: list[AssignmentResult], header: str = "",
             "output": c.message,
             "visibility": "visible",
             "tags": [r.slug, c.task, c.kind],
+            **({"extra_data": c.extra} if c.kind == "speed" and c.extra else {}),  # time, measure, threshold, points
         })  # fmt: skip
         if c.kind == "speed" and "speedup" in c.extra:
             leaderboard.append({"name": f"{r.slug} {c.name} speed-up", "value": round(c.extra["speedup"], 3)})

@@ -142,7 +142,7 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
+from autograder.spec import COPY, DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance
 
 # --------------------------------------------------------------------------------------------------
 # Inputs, the float64 reference (in the grader's process) and the PyTorch baseline (the submission's dtype).
@@ -214,8 +214,8 @@ ASSIGNMENT = Assignment(
     title="$nn Scale and shift",
     api={"scale_shift": "scale_shift(x, scale, shift)"},
     parts=[Part(TASK, "forward kernel", 60, make_inputs, call, reference, _cases(CPU_CASES, GPU_CASES), TOLERANCES)],
-    # One fused pass moves half the bytes of the two eager kernels: full points at 1.5x, none at 1x.
-    speed=[SpeedCase(TASK, {"shape": [8192, 8192], "dtype": "bfloat16"}, 10, 1.5, bytes_moved)],
+    # One fused pass reads x once and writes once: memory-bound, scored on the copy bandwidth (full at 80%, none at 20%).
+    speed=[SpeedCase(TASK, {"shape": [8192, 8192], "dtype": "bfloat16"}, 10, 0.8, bytes_moved, zero_at=0.2, measure=COPY)],
     baseline=eager_baseline,
     speed_call=speed_call,
 )

@@ -81,14 +81,25 @@ class Part:
         return tol if isinstance(tol, Tolerance) else tol(params)
 
 
+# What a speed case's points are earned on, in units of the hardware the grade runs on, so that a kernel
+# at the roofline earns full points on any GPU:
+COPY = "copy"  # memory-bound: bytes_moved / time as a fraction of the copy bandwidth measured in the same run
+LIBRARY = "library"  # compute-bound: the library's time over the kernel's (cuBLAS, SDPA), timed in the same run
+MEASURES = (COPY, LIBRARY)
+
+
 @dataclass
 class SpeedCase:
-    """A timed call on the GPU, scored by its speed-up over the PyTorch baseline measured in the same run."""
+    """A timed call on the GPU, scored on its `measure`, with its speed-up over the baseline reported beside.
+
+    Points are log-linear in the measure: none at `zero_at` or below, all at `target` or above. COPY cases
+    time the baseline (eager PyTorch) all the same: the ratio to it stays in the report, as information.
+    """
 
     task: str  # the part whose kernel is timed; its correctness cases must all pass first
     params: Params
     points: float
-    target_speedup: float  # full points at or above this ratio; none at `zero_at` or below; log-linear between
+    target: float  # full points at or above this value of `measure` (0.8: 80% of copy bandwidth; 0.85: 0.85x cuBLAS)
     bytes_moved: Callable[[Params], int]  # the least traffic the operation needs: inputs read and outputs written once
     flops: Callable[[Params], int] | None = None  # for compute-bound kernels: reported as TFLOP/s
     # Per-case call and baseline; by default the assignment's `speed_call` and `baseline`.
@@ -98,8 +109,21 @@ class SpeedCase:
     # Optional: the baseline's own offline step (e.g. dequantizing weights for cuBLAS), run when each timed
     # call's inputs are made, outside the timed region; its tensors are added to the inputs.
     baseline_setup: Callable[[Tensors, Params], Tensors] | None = None
-    zero_at: float = 1.0  # a library baseline (cuBLAS, SDPA) can earn partial points below 1.0x
+    zero_at: float = 1.0  # no points at or below this value of `measure`
     bonus: bool = False  # counts towards the bonus (e.g. a bonus part's speed), not the main score
+    measure: str = LIBRARY
+
+    def __post_init__(self) -> None:
+        if self.measure not in MEASURES or not 0 < self.zero_at < self.target:
+            raise ValueError(f"speed case {self.task} {self.params}: measure in {MEASURES}, 0 < zero_at < target")
+        if self.measure == COPY and self.target > 0.9:  # the promise the README makes
+            raise ValueError(f"speed case {self.task} {self.params}: a kernel at 90% of copy bandwidth must earn full points")
+
+    def describe(self) -> str:
+        """The threshold in words, e.g. 'full points at 80% of copy bandwidth, none at 15%'."""
+        if self.measure == COPY:
+            return f"full points at {self.target:.0%} of copy bandwidth, none at {self.zero_at:.0%}"
+        return f"full points at {self.target:g}x {self.baseline_name}, none at {self.zero_at:g}x"
 
     @property
     def name(self) -> str:

@@ -59,8 +59,16 @@ def time_calls(
     min_warmup_calls: int = 10,
     after: Callable[[str, int, object], None] | None = None,
     settle: Callable[[int], None] | None = None,
+    min_reps: int | None = None,
+    settled_spread: float = 0.0,
 ) -> dict[str, list[float]]:
-    """Time each fn(arg) `reps` times, interleaved; milliseconds per call.
+    """Time each fn(arg) up to `reps` times, interleaved; milliseconds per call.
+
+    With `min_reps`, timing stops early once at least that many reps (an even number: each order as often)
+    have run and every fn's spread (interquartile range over median) is at most `settled_spread`: a median
+    of 20 calls whose middle half lies within 3% of it moves by well under 1% with 30 more. The warm-up ends
+    once `min_warmup_calls` have run and either `warmup_ms` of GPU time has passed or the last
+    SETTLED_CALLS times agree within SETTLED_WARMUP (clocks up, caches and autotuning done).
 
     Warm-up calls cycle over `warm_args`. Timed rep r calls every fn on `timed_arg(r)`, which is made
     once per rep, before the flush, outside the timed region (the grader makes new inputs there, so no
@@ -76,13 +84,18 @@ def time_calls(
     # Warm-up: compile, autotune and settle clocks, for at least warmup_ms and min_warmup_calls each.
     for name, fn in fns.items():
         calls, elapsed = 0, 0.0
-        while calls < min_warmup_calls or elapsed < warmup_ms:
+        recent: list[float] = []
+        while calls < min_warmup_calls or (elapsed < warmup_ms and not _settled(recent)):
             result, ms = _timed_call(fn, warm_args[calls % len(warm_args)], cuda, None, 0, after, name, -1)
             elapsed += ms
             calls += 1
+            recent = (recent + [ms])[-SETTLED_CALLS:]
     times: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
+    enough = max(2, min_reps + min_reps % 2) if min_reps else reps + 1
     for r in range(reps):
+        if r >= enough and r % 2 == 0 and settled_spread > 0 and all(spread(t) <= settled_spread for t in times.values()):
+            break
         arg = timed_arg(r)
         order = names if r % 2 == 0 else names[::-1]  # alternate the order so neither always goes first
         for name in order:
@@ -91,6 +104,14 @@ def time_calls(
             if settle is not None:
                 settle(r)
     return times
+
+
+SETTLED_CALLS = 5  # warm-up calls whose times must agree before the warm-up may end early
+SETTLED_WARMUP = 0.02  # within 2% of each other (slowest over fastest, minus one)
+
+
+def _settled(recent: list[float]) -> bool:
+    return len(recent) == SETTLED_CALLS and min(recent) > 0 and max(recent) / min(recent) - 1 <= SETTLED_WARMUP
 
 
 def _timed_call(fn: Callable[[Any], object], arg: Any, cuda: bool, flush: torch.Tensor | None, head_start: int,
@@ -164,8 +185,9 @@ def copy_bandwidth_gbps(device: torch.device, nbytes: int = 1 << 30) -> float:
 
 
 def matmul_tflops(device: torch.device, n: int = 8192) -> float:
-    """Dense matmul rate of the device's fastest 16-bit path (cuBLAS bf16 on a GPU), in TFLOP/s."""
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    """Dense matmul rate of the device's fastest 16-bit path (cuBLAS bf16 on a GPU, fp16 before sm_80), in TFLOP/s."""
+    cuda = device.type == "cuda"
+    dtype = torch.float32 if not cuda else torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float16
     n = n if device.type == "cuda" else min(n, 512)
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)

@@ -50,37 +50,15 @@ SMEM_PER_BLOCK: dict[tuple[int, int], int] = {
     (9, 0): 227 * KB, (10, 0): 227 * KB, (12, 0): 99 * KB,
 }  # fmt: skip
 
-# GPUs students and instructors have, one or two per architecture, as their drivers describe them.
-KNOWN_GPUS: dict[str, Device] = {
-    d.name: d
-    for d in (
-        Device("Tesla T4", (7, 5), 40, 64 * KB),
-        Device("NVIDIA A100-SXM4-80GB", (8, 0), 108, 163 * KB),
-        Device("NVIDIA A10", (8, 6), 72, 99 * KB),
-        Device("NVIDIA L4", (8, 9), 58, 99 * KB),
-        Device("NVIDIA GeForce RTX 4090", (8, 9), 128, 99 * KB),
-        Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * KB),
-        Device("NVIDIA H200", (9, 0), 132, 227 * KB),
-        Device("NVIDIA B200", (10, 0), 148, 227 * KB),
-        Device("NVIDIA GeForce RTX 5090", (12, 0), 170, 99 * KB),
-    )
-}
 
 
-@functools.lru_cache(maxsize=None)
-def cuda_device(index: int) -> Device:
-    """The GPU at this index, described from its properties."""
-    props = torch.cuda.get_device_properties(index)
-    capability = (props.major, props.minor)
-    smem = getattr(props, "shared_memory_per_block_optin", 0) or SMEM_PER_BLOCK.get(capability, 48 * KB)
-    return Device(props.name, capability, props.multi_processor_count, smem)
+@dataclass(frozen=True)
+class ArchLimits:
+    """What one program (a CUDA block) may use on an architecture, beyond its shared memory."""
 
-
-def device_of(t: torch.Tensor) -> Device:
-    """Where kernels launched on this tensor run: its GPU, or the CPU interpreter."""
-    if interpreter_requested() or t.device.type != "cuda":
-        return INTERPRETER
-    return cuda_device(t.device.index if t.device.index is not None else torch.cuda.current_device())
+    registers_per_block: int  # 32-bit registers shared by the block's threads
+    registers_per_thread: int
+    threads_per_block: int
 
 
 @dataclass(frozen=True)
@@ -108,6 +86,57 @@ SM_LIMITS: dict[tuple[int, int], SmLimits] = {
     (10, 0): SmLimits(65536, 64, 32, 228 * KB),
     (12, 0): SmLimits(65536, 48, 32, 100 * KB),
 }  # fmt: skip
+
+
+# CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": 64 K registers and 1024
+# threads per block on every architecture from sm_75 to sm_120; registers per thread as the SM table says.
+ARCH_LIMITS: dict[int, ArchLimits] = {
+    major * 10 + minor: ArchLimits(64 * 1024, limits.max_registers_per_thread, 1024)
+    for (major, minor), limits in SM_LIMITS.items()
+}
+
+# GPUs students and instructors have, one or two per architecture, as their drivers describe them.
+KNOWN_GPUS: dict[str, Device] = {
+    d.name: d
+    for d in (
+        Device("Tesla T4", (7, 5), 40, 64 * KB),
+        Device("NVIDIA A100-SXM4-80GB", (8, 0), 108, 163 * KB),
+        Device("NVIDIA A10", (8, 6), 72, 99 * KB),
+        Device("NVIDIA L4", (8, 9), 58, 99 * KB),
+        Device("NVIDIA GeForce RTX 4090", (8, 9), 128, 99 * KB),
+        Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * KB),
+        Device("NVIDIA H200", (9, 0), 132, 227 * KB),
+        Device("NVIDIA B200", (10, 0), 148, 227 * KB),
+        Device("NVIDIA GeForce RTX 5090", (12, 0), 170, 99 * KB),
+    )
+}
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_device(index: int) -> Device:
+    """The GPU at this index, described from its properties."""
+    props = torch.cuda.get_device_properties(index)
+    capability = (props.major, props.minor)
+    smem = getattr(props, "shared_memory_per_block_optin", 0) or SMEM_PER_BLOCK.get(capability, 48 * KB)
+    return Device(props.name, capability, props.multi_processor_count, smem)
+
+
+def not_gradeable(device: Device, dtype_name: str) -> str:
+    """Why cases of this dtype cannot be graded on this device, as a sentence; "" when they can."""
+    if dtype_name == "bfloat16" and not device.interpreter and not device.bf16_tensor_cores:
+        return (
+            f"not gradeable on this GPU: the {device.name} (sm_{device.arch}) has no bfloat16 tensor cores, which "
+            "need compute capability 8.0 (Ampere) or newer; its float32 and float16 cases are graded. Grade the "
+            "bfloat16 cases on an A100, L4, H100 or newer."
+        )
+    return ""
+
+
+def device_of(t: torch.Tensor) -> Device:
+    """Where kernels launched on this tensor run: its GPU, or the CPU interpreter."""
+    if interpreter_requested() or t.device.type != "cuda":
+        return INTERPRETER
+    return cuda_device(t.device.index if t.device.index is not None else torch.cuda.current_device())
 
 
 def sm_limits(capability: tuple[int, int]) -> SmLimits:

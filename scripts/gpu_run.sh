@@ -47,7 +47,9 @@ for stage in $STAGES; do
       for s in $SLUGS; do
         run "grade_$s" 60 python3 -m autograder grade "$s" --solutions --device cuda --skip-doctor --json "$W/grade_${s}_gpu_tier.json" ${GRADE_ARGS:-}
         grep -E "^Total" "$W/grade_$s.txt" 2>/dev/null
-      done ;;
+      done
+      # each speed case's measure, threshold, margin and points, for results/<gpu>/rubric_margins.md
+      python3 scripts/stability.py --margins "$W"/grade_*_gpu_tier.json --out "$W/rubric_margins.md" > /dev/null ;;
     stubs) run stubs 60 python3 -m autograder grade $SLUGS --device cuda --skip-doctor --max-cases 1; grep -E "^Total" "$W/stubs.txt" 2>/dev/null ;;
     bench) run bench 60 python3 -m autograder bench $SLUGS ${BENCH_ARGS:---quick} --out "$W/bench" ;;
     stability) for s in $SLUGS; do run "stability_$s" 60 python3 scripts/stability.py "$s" --runs 5 --out "$W/stability_$s.json"; done ;;

@@ -4,12 +4,16 @@ Each run is a full grading of the speed cases (a fresh worker, one correctness c
 new inputs for every timed call, the baseline interleaved), exactly as a student's submission is
 graded. For every speed case the script reports, over the runs: the median time of each run, its
 spread, the speed-up, the points, and the margin between the worst (and best) speed-up and the
-thresholds that decide the points: full points at `target_speedup`, none at `zero_at`.
+thresholds that decide the points: full points at `target`, none at `zero_at`, in the case's measure
+(the fraction of the copy bandwidth, or the ratio to the library, both measured in the same run).
 
     python scripts/stability.py                  # every assignment, 5 runs
     python scripts/stability.py rmsnorm rope --runs 5 --out results/h200/stability.json
+    python scripts/stability.py --margins results/h100/grade_*_gpu_tier.json --out results/h100/rubric_margins.md
 
 Writes a JSON (GPU, versions, date, every run's numbers, the summary) and a markdown table beside it.
+With --margins it times nothing: it turns grade JSONs (`python -m autograder grade --json`) into a table of
+each speed case's measure, threshold, margin and points.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from autograder.specs import SLUGS  # noqa: E402
 def summarize(runs: list[dict], target: float, zero_at: float, points: float) -> dict:
     """Spread of one speed case's numbers over the runs, and the margins around its thresholds."""
     ms = [r["ms"] for r in runs]
-    speedups = [r["speedup"] for r in runs]
+    speedups = [r["value"] for r in runs]  # the measure that earns the points
     scores = [r["score"] for r in runs]
     worst, best = min(speedups), max(speedups)
     return {
@@ -44,7 +48,7 @@ def summarize(runs: list[dict], target: float, zero_at: float, points: float) ->
         "ms_within_run_iqr": max(r["spread"] for r in runs),  # the widest IQR / median of one run's calls
         "speedup_min": worst,
         "speedup_max": best,
-        "target_speedup": target,
+        "target": target,
         "zero_at": zero_at,
         # Positive: every run is at or above full points by this fraction (a slower run would still get them).
         "margin_to_full_points": worst / target - 1.0,
@@ -64,7 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=50, help="timed calls per speed case and run (the grader's default)")
     parser.add_argument("--source", default="solutions", help="folder holding SLUG/kernels.py (default solutions)")
     parser.add_argument("--out", type=Path, help="JSON to write (default results/<gpu>/stability.json)")
+    parser.add_argument("--margins", type=Path, nargs="+", metavar="GRADE_JSON",
+                        help="time nothing: write the margin table of these grade JSONs to --out (markdown)")
     args = parser.parse_args(argv)
+    if args.margins:
+        table = margins(args.margins)
+        if args.out:
+            args.out.write_text(table)
+        print(table)
+        return 0
     if not torch.cuda.is_available():
         print("stability.py measures GPU timings: run it on a machine with a CUDA GPU.")
         return 2
@@ -87,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 key = f"{slug} · {c.task} · {c.name}"
                 record = {"run": run + 1, "status": c.status, "score": c.score, "message": c.message,
-                          **{k: c.extra.get(k, float("nan")) for k in ("ms", "baseline_ms", "speedup", "spread", "baseline_spread")}}  # fmt: skip
+                          **{k: c.extra.get(k, float("nan")) for k in ("ms", "baseline_ms", "speedup", "value", "spread", "baseline_spread", "reps")}}  # fmt: skip
                 per_case.setdefault(key, []).append(record)
-                meta[key] = {"target": c.extra.get("target_speedup", float("nan")), "points": c.max_score,
-                             "zero_at": _zero_at(slug, c.task, c.name)}  # fmt: skip
+                meta[key] = {"target": c.extra.get("target", float("nan")), "points": c.max_score,
+                             "zero_at": c.extra.get("zero_at", float("nan")), "measure": c.extra.get("measure", "")}  # fmt: skip
                 print(f"run {run + 1} {key}: {c.status} {c.score:.2f}/{c.max_score:g} {c.message}", flush=True)
     summary = {}
     for key, runs in per_case.items():
@@ -115,14 +127,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _zero_at(slug: str, task: str, name: str) -> float:
-    from autograder.spec import Case
-    from autograder.specs import load_spec
+def _shown(value: float, measure: str) -> str:
+    return f"{100 * value:.0f}% copy" if measure == "copy" else f"{value:.2f}x"
 
-    for sc in load_spec(slug).speed:
-        if sc.task == task and Case(sc.params, "gpu").name == name:
-            return sc.zero_at
-    return 1.0
+
+def margins(grade_jsons: list[Path]) -> str:
+    """A markdown table of every speed case in these grade JSONs: time, measure, threshold, margin, points."""
+    lines = ["| speed case | us | measure | full points at | margin | ratio to baseline (information) | points | timed calls | spread |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    header = ""
+    for path in grade_jsons:
+        data = json.loads(path.read_text())
+        header = header or data.get("output", "").splitlines()[0] if data.get("output") else header
+        for t in data["tests"]:
+            e = t.get("extra_data") or {}
+            if "measure" not in e:
+                continue
+            lines.append(f"| {t['name']} | {e['ms'] * 1e3:,.1f} | {_shown(e['value'], e['measure'])} | {_shown(e['target'], e['measure'])} | "
+                         f"{100 * e['margin']:+.0f}% | {e['speedup']:.2f}x {e['baseline']} | {t['score']:g}/{t['max_score']:g} | "
+                         f"{e.get('reps', '')} | {100 * e.get('spread', float('nan')):.1f}% |")  # fmt: skip
+    intro = ["# Speed rubric margins", "", header, "",
+             "margin: the measure over its full-points threshold, minus one (positive: full points with that much to spare).",
+             "Memory-bound cases are measured in the copy bandwidth of the same run, compute-bound ones against the library.", ""]  # fmt: skip
+    return "\n".join(intro + lines) + "\n"
 
 
 def markdown(report: dict) -> str:
@@ -130,7 +157,7 @@ def markdown(report: dict) -> str:
         f"# Speed points over {report['runs']} gradings ({report['gpu']}, torch {report['torch']}, "
         f"triton {report['triton']}, {report['date']})",
         "",
-        "| speed case | median us | run-to-run | within a run (IQR) | speed-up min..max | full points at | margin | points per run |",
+        "| speed case | median us | run-to-run | within a run (IQR) | measure min..max | full points at | margin | points per run |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for key, s in report["summary"].items():
@@ -140,13 +167,14 @@ def markdown(report: dict) -> str:
         scores = ", ".join(f"{x:.2f}" for x in s["scores"])
         lines.append(
             f"| {key} | {s['median_ms'] * 1e3:,.1f} | {100 * s['ms_run_to_run']:.1f}% | {100 * s['ms_within_run_iqr']:.1f}% | "
-            f"{s['speedup_min']:.2f}..{s['speedup_max']:.2f}x | {s['target_speedup']:g}x | "
+            f"{s['speedup_min']:.3g}..{s['speedup_max']:.3g} | {s['target']:g} | "
             f"{100 * s['margin_to_full_points']:+.0f}% | {scores}{'' if s['same_points_every_run'] else ' (differ)'} |"
         )
     lines += [
         "",
         "run-to-run: (slowest - fastest) / median of the runs' medians. within a run: the widest interquartile",
-        "range over the median among the runs. margin: the slowest run's speed-up over the full-points threshold,",
+        "range over the median among the runs. measure: the fraction of copy bandwidth (memory-bound cases) or the",
+        "ratio to the library (compute-bound ones). margin: the slowest run's measure over the full-points threshold,",
         "minus one (positive: every run earns full points with that much to spare).",
         "",
     ]

@@ -1,0 +1,92 @@
+"""The speed rubric in units of the hardware: memory-bound cases on the fraction of the copy bandwidth measured
+in the same run, compute-bound ones on the ratio to the library; calibrated on committed measurements."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from autograder.grade import Peaks, speed_verdict
+from autograder.spec import COPY, LIBRARY, SpeedCase
+from autograder.specs import SLUGS, load_spec
+from conftest import REPO_ROOT
+
+SPEED = [(slug, sc) for slug in SLUGS for sc in load_spec(slug).speed]
+COPY_CASES = [(slug, sc) for slug, sc in SPEED if sc.measure == COPY]
+# The copy bandwidths of a T4, an A100, an H100 and an H200, roughly: a fraction means the same on each.
+COPY_GBPS = (250.0, 1500.0, 3000.0, 4300.0)
+MARGIN = 0.10  # the reference solution's least margin over each full-points threshold in the committed grades
+
+
+def _times_at(sc: SpeedCase, fraction: float, copy_gbps: float) -> dict[str, list[float]]:
+    ms = sc.bytes_moved(sc.params) / (fraction * copy_gbps * 1e9) * 1e3
+    return {"submission": [ms] * 7, "baseline": [ms] * 7}  # a baseline as fast: the ratio to it earns nothing
+
+
+@pytest.mark.parametrize(("slug", "sc"), COPY_CASES, ids=[f"{s}-{sc.name}" for s, sc in COPY_CASES])
+@pytest.mark.parametrize("copy_gbps", COPY_GBPS)
+def test_a_kernel_at_90_percent_of_copy_bandwidth_earns_full_points_on_any_gpu(slug: str, sc: SpeedCase, copy_gbps: float) -> None:
+    peaks = Peaks(copy_gbps=copy_gbps, matmul_tflops=1000.0)
+    score, status, message, extra = speed_verdict(sc, sc.params, _times_at(sc, 0.90, copy_gbps), copy_gbps, peaks)
+    assert (score, status) == (sc.points, "passed"), message
+    assert extra["value"] == pytest.approx(0.90) and extra["speedup"] == pytest.approx(1.0)
+    low, *_ = speed_verdict(sc, sc.params, _times_at(sc, sc.zero_at * 0.999, copy_gbps), copy_gbps, peaks)
+    assert low == 0.0
+
+
+def test_the_grade_records_what_a_margin_table_needs() -> None:
+    slug, sc = COPY_CASES[0]
+    _, _, _, extra = speed_verdict(sc, sc.params, _times_at(sc, 0.5, 3000.0), 3000.0, Peaks(3000.0, 1000.0))
+    assert {"ms", "measure", "value", "target", "zero_at", "margin", "points", "reps", "spread", "speedup"} <= set(extra)
+    assert extra["margin"] == pytest.approx(0.5 / sc.target - 1)
+
+
+def test_library_cases_are_scored_on_the_ratio_to_the_library() -> None:
+    library = [sc for _, sc in SPEED if sc.measure == LIBRARY]
+    assert library and all(sc.baseline is not None or sc.baseline_name for sc in library)
+    sc = library[0]
+    times = {"submission": [1.0] * 5, "baseline": [sc.target] * 5}
+    score, status, _, extra = speed_verdict(sc, sc.params, times, 0.0, Peaks(1e9, 1e9))
+    assert (score, status, extra["value"]) == (sc.points, "passed", pytest.approx(sc.target))
+
+
+def _committed_copy_fractions() -> dict[str, float]:
+    """'slug · task · case' -> the fraction of copy bandwidth the reference solution reached in the H200 grades."""
+    found = {}
+    for path in sorted((REPO_ROOT / "results" / "h200").glob("grade_*_gpu_tier.json")):
+        for t in json.loads(path.read_text())["tests"]:
+            if "speed" in t["tags"] and (m := re.search(r"= (\d+)% of copy bandwidth", t["output"])):
+                slug, _, case = t["name"].split(" · ")
+                found[f"{slug} · {case}"] = int(m.group(1)) / 100
+    return found
+
+
+@pytest.mark.parametrize(("slug", "sc"), COPY_CASES, ids=[f"{s}-{sc.name}" for s, sc in COPY_CASES])
+def test_the_reference_solution_clears_each_copy_threshold_with_a_margin(slug: str, sc: SpeedCase) -> None:
+    measured = _committed_copy_fractions()[f"{slug} · {sc.name}"]
+    assert measured >= sc.target * (1 + MARGIN), f"{slug} {sc.name}: {measured:.0%} of copy bandwidth, full points at {sc.target:.0%}"
+
+
+def test_a_copy_threshold_above_90_percent_is_refused() -> None:
+    with pytest.raises(ValueError, match="90%"):
+        SpeedCase("t", {"shape": [1], "dtype": "bfloat16"}, 10, 0.95, lambda p: 1, zero_at=0.2, measure=COPY)
+
+
+def test_grade_jsons_make_a_margin_table(tmp_path) -> None:
+    import importlib.util
+
+    from autograder.grade import AssignmentResult, CaseResult
+    from autograder.report import gradescope_json
+
+    spec = importlib.util.spec_from_file_location("stability", REPO_ROOT / "scripts" / "stability.py")
+    stability = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stability)
+    slug, sc = COPY_CASES[0]
+    score, status, message, extra = speed_verdict(sc, sc.params, _times_at(sc, 0.88, 3000.0), 3000.0, Peaks(3000.0, 900.0))
+    result = AssignmentResult(slug, "t", "gpu", [CaseResult(sc.task, sc.name, status, score, sc.points, message, kind="speed", extra=extra)])
+    path = tmp_path / "grade.json"
+    path.write_text(json.dumps(gradescope_json([result], "Graded on the GPU tier: a test")))
+    row = stability.margins([path]).splitlines()[-1]
+    assert f"| 88% copy | {sc.target:.0%} copy | {100 * (0.88 / sc.target - 1):+.0f}% |" in row and f"{sc.points:g}/{sc.points:g}" in row
