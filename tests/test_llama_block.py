@@ -67,6 +67,24 @@ def test_decode_step_continues_the_prefill(kernels, weights):
     assert relative_error(last, reference(x, w)[:, 12:]) < REL_TOL[torch.float32]
 
 
+def test_the_course_block_compiles_whole_prefill_and_decode(kernels, weights):
+    """torch.compile(fullgraph=True) takes the whole block, every course kernel on, with no graph break: each
+    kernel is a registered op (course/ops.py). backend="aot_eager" runs AOTAutograd and the ops' fake
+    implementations but leaves the graph to eager PyTorch; Inductor also compiles this block on a CPU,
+    in about a minute (too slow for CI); scripts/llama_block_bench.py runs it under CUDA graphs on a GPU."""
+    w = quantized(weights, TINY.group_size)
+    x = torch.randn(2, 13, TINY.hidden_size, generator=torch.Generator().manual_seed(1)).to(DEVICE)
+    ops, rot = course_ops(kernels, KERNELS), rotary_tables(TINY, 64, torch.float32, DEVICE)
+    cache = KVCache.empty(TINY, 2, 13, torch.float32, DEVICE)
+    torch._dynamo.reset()
+    step = torch.compile(block_forward, fullgraph=True, backend="aot_eager")  # a graph break raises
+    prefill = step(x[:, :12], w, TINY, ops, rot, 0, cache)
+    last = step(x[:, 12:], w, TINY, ops, rot, 12, cache)
+    ref = reference(x, w)
+    assert relative_error(prefill, ref[:, :12]) < REL_TOL[torch.float32]
+    assert relative_error(last, ref[:, 12:]) < REL_TOL[torch.float32]
+
+
 def test_prompt_not_at_position_zero_is_refused(weights):
     x = torch.randn(1, 3, TINY.hidden_size, device=DEVICE)
     with pytest.raises(ValueError, match="must start at position 0"):

@@ -742,6 +742,11 @@ def _w4a16_fake(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, g
 
 @OPS.op("w4a16_matmul", "(Tensor x, Tensor w_packed, Tensor scales, int group_size) -> Tensor", _w4a16_fake)
 def w4a16_op(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int) -> torch.Tensor:
+    # Checked here, on the real tensor, rather than in w4a16_matmul: torch.compile traces the public call
+    # with fake tensors, whose storage offset it does not follow.
+    if w_packed.storage_offset() % 4:
+        raise ValueError(f"w4a16_matmul: `w_packed` must start on a 4-byte boundary (the kernels read it as 32-bit words); "
+                         "pass a freshly allocated tensor, e.g. w_packed.clone().")
     words = w_packed.view(torch.int32)  # (N, K // 8): the same bytes, read 8 codes at a time
     return _or_default(w4a16_launch, 4, x, words, scales, group_size, pick_config(4, x.shape[0], x))
 
@@ -795,7 +800,4 @@ def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, 
         raise ValueError(f"{fn}: `scales` must be (N, K // group_size) = {(n, k // group_size)}, got shape {tuple(scales.shape)}.")
     if m == 0 or n == 0:
         raise ValueError(f"{fn}: M and N must be positive, got M={m}, N={n}.")
-    if w_packed.storage_offset() % 4:
-        raise ValueError(f"{fn}: `w_packed` must start on a 4-byte boundary (the kernels read it as 32-bit words); "
-                         "pass a freshly allocated tensor, e.g. w_packed.clone().")
     return w4a16_op(x, w_packed, scales, group_size)
