@@ -344,6 +344,23 @@ def block_forward(
     return x2.view(batch, seq, hidden)
 
 
+def block_gradients(x: torch.Tensor, weights: BlockWeights, cfg: LlamaConfig, ops: Ops, rotary: Rotary,
+                    grad_out: torch.Tensor, forward: Callable[..., torch.Tensor] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+    """One training step's forward and backward through the block (no cache, positions from 0): the
+    gradients of sum(out * grad_out) with respect to x ("x"), the two norms' weights and every projection.
+
+    The course's rmsnorm, rope, swiglu and flash attention carry their own backward kernels; the projections'
+    gradients come from PyTorch's matmuls (cuBLAS on a GPU). `forward` replaces block_forward (a compiled one).
+    """
+    leaves = {"x": x, "attn_norm": weights.attn_norm, "ffn_norm": weights.ffn_norm}
+    leaves |= {name: lin.weight for name, lin in weights.linears.items()}
+    leaves = {name: t.detach().requires_grad_() for name, t in leaves.items()}
+    w = BlockWeights(leaves["attn_norm"], leaves["ffn_norm"], {name: Linear(leaves[name]) for name in weights.linears})
+    out = (forward or block_forward)(leaves["x"], w, cfg, ops, rotary)
+    out.backward(grad_out)
+    return {name: t.grad for name, t in leaves.items()}
+
+
 def reference_block(x: torch.Tensor, weights: BlockWeights, cfg: LlamaConfig, dtype: torch.dtype, start: int = 0,
                     cache: KVCache | None = None) -> torch.Tensor:  # fmt: skip
     """The PyTorch block in a wider dtype (float32 or float64), on the same weights and a copy of the cache:
