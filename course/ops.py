@@ -28,7 +28,8 @@ import torch
 
 NAMESPACE_PREFIX = "course"
 _ROOT = Path(__file__).resolve().parent.parent
-_TAKEN: set[str] = set()  # "namespace::name" defined in this process, by any OpLibrary
+_TAKEN: set[str] = set()
+_LIBRARIES: list[torch.library.Library] = []  # "namespace::name" defined in this process, by any OpLibrary
 
 
 def base_namespace(module_file: str) -> str:
@@ -70,15 +71,22 @@ class OpLibrary:
 
     def op(self, name: str, schema: str, fake: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
         """Decorator: define `namespace::name` with this schema, the decorated function as its implementation
-        on every device, and `fake` as its fake (meta) implementation. Returns the op, callable like the function.
+        on every device, and `fake` as its fake (meta) implementation. Returns the op (an OpOverload).
 
         The schema is given rather than inferred from type hints so that one text means the same op on every
         torch version the course supports. Outputs are new tensors, never an input or a view of one.
+        Registered with torch.library.Library rather than torch.library.custom_op: custom_op adds a Python
+        autograd layer to every call (tens of microseconds of host time), and the course's gradients come
+        from its autograd Functions, which call these ops with autograd off.
         """
 
         def define(impl: Callable[..., Any]) -> Any:
-            op = torch.library.custom_op(self._qualified(name), impl, mutates_args=(), schema=schema)
-            op.register_fake(fake)
-            return op
+            namespace, _, op_name = self._qualified(name).partition("::")
+            lib = torch.library.Library(namespace, "FRAGMENT")
+            lib.define(f"{op_name}{schema}")
+            lib.impl(op_name, impl, "CompositeExplicitAutograd")
+            torch.library.register_fake(f"{namespace}::{op_name}", fake, lib=lib)
+            _LIBRARIES.append(lib)  # a Library that is garbage collected takes its registrations with it
+            return getattr(getattr(torch.ops, namespace), op_name).default
 
         return define
