@@ -682,7 +682,7 @@ def main() -> int:
             print(f"[{section}: {time.perf_counter() - t0:.0f} s]", flush=True)
             results["errors"] = ERRORS
             path.write_text(json.dumps(results, indent=1) + "\n")
-    (args.out / "shipping.md").write_text(markdown(results))
+            (args.out / "shipping.md").write_text(markdown(results))  # after each section: a run cut short keeps it
     print(markdown(results), flush=True)
     return 0
 
