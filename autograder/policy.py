@@ -37,6 +37,14 @@ def op_namespace(qualified: object) -> str:
     return str(qualified).split(".")[0]
 
 
+def is_course_op(qualified: object) -> bool:
+    """A course op (course/ops.py: `course::NAME`, `course_student::NAME`, `course_<n>::NAME`): not an op
+    the call may run as one step, but a launcher the recorder runs under its watch, so that its
+    allocations and launches are recorded and judged like the rest of the call."""
+    namespace = op_namespace(qualified)
+    return namespace == "course" or namespace.startswith("course_")
+
+
 def is_allowed(qualified: object, refused: Collection[str] = ()) -> bool:
     """Whether a graded call may run this op: aten's allocation, view and copy ops, less the assignment's refusals."""
     if op_namespace(qualified) != "aten":

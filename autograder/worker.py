@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from autograder.lifecycle import watch_lifeline
-from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS  # noqa: F401  (one policy, see policy.py)
+from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_course_op  # noqa: F401  (one policy, see policy.py)
 from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape
 
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
@@ -260,6 +260,23 @@ def _install_launch_hooks() -> None:
         autotuner.Autotuner._bench = benchmark
 
 
+def _run_under(mode: Any, func: Any, args: Any, kwargs: dict) -> Any:
+    """Run a course op's implementation (its launcher) with `mode` on: what it allocates and launches is
+    recorded as if the call had made it, and the op itself never reaches the tape."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    below = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+    keys = None
+    for t in tree_leaves((args, kwargs)):
+        if isinstance(t, torch.Tensor):
+            keys = torch._C._dispatch_keys(t) if keys is None else keys | torch._C._dispatch_keys(t)
+    if keys is None:
+        raise TypeError(f"{func} has no tensor argument")
+    with mode:
+        return func.redispatch(keys & below, *args, **kwargs)
+
+
 def _make_recorder() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -267,6 +284,8 @@ def _make_recorder() -> Any:
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             watch = _WATCH
             kwargs = kwargs or {}
+            if is_course_op(func):
+                return _run_under(self, func, args, kwargs)
             entry = watch.tape.begin_op(func, args, kwargs) if watch is not None and watch.tape is not None else None
             out = func(*args, **kwargs)
             if watch is not None:

@@ -344,6 +344,36 @@ def block_forward(
     return x2.view(batch, seq, hidden)
 
 
+def trainable(x: torch.Tensor, weights: BlockWeights) -> dict[str, torch.Tensor]:
+    """Leaf copies of x ("x"), the two norms' weights and every projection, each requiring its gradient."""
+    leaves = {"x": x, "attn_norm": weights.attn_norm, "ffn_norm": weights.ffn_norm}
+    leaves |= {name: lin.weight for name, lin in weights.linears.items()}
+    return {name: t.detach().clone().requires_grad_() for name, t in leaves.items()}
+
+
+def train_step(leaves: dict[str, torch.Tensor], cfg: LlamaConfig, ops: Ops, rotary: Rotary, grad_out: torch.Tensor,
+               forward: Callable[..., torch.Tensor] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+    """One training step's forward and backward through the block (no cache, positions from 0) on the leaves
+    of `trainable`: returns the gradients of sum(out * grad_out), by leaf name.
+
+    The course's rmsnorm, rope, swiglu and flash attention carry their own backward kernels; the projections'
+    gradients come from PyTorch's matmuls (cuBLAS on a GPU). `forward` replaces block_forward (a compiled one).
+    """
+    for t in leaves.values():
+        t.grad = None
+    names = [n for n in leaves if n not in ("x", "attn_norm", "ffn_norm")]
+    w = BlockWeights(leaves["attn_norm"], leaves["ffn_norm"], {name: Linear(leaves[name]) for name in names})
+    out = (forward or block_forward)(leaves["x"], w, cfg, ops, rotary)
+    out.backward(grad_out)
+    return {name: t.grad for name, t in leaves.items()}
+
+
+def block_gradients(x: torch.Tensor, weights: BlockWeights, cfg: LlamaConfig, ops: Ops, rotary: Rotary,
+                    grad_out: torch.Tensor, forward: Callable[..., torch.Tensor] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+    """The gradients of one training step on fresh leaves (see train_step)."""
+    return train_step(trainable(x, weights), cfg, ops, rotary, grad_out, forward)
+
+
 def reference_block(x: torch.Tensor, weights: BlockWeights, cfg: LlamaConfig, dtype: torch.dtype, start: int = 0,
                     cache: KVCache | None = None) -> torch.Tensor:  # fmt: skip
     """The PyTorch block in a wider dtype (float32 or float64), on the same weights and a copy of the cache:

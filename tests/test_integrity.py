@@ -113,8 +113,10 @@ CHEAT_RESULTS = {
     "smuggled_values": ("case", "failed", REPLAYED),
     "forged_tape": ("case", "failed", REPLAYED),
     "forged_alias": ("case", "failed", "shares memory with the input"),
+    "borrowed_course_op": ("case", "failed", "not from your kernels.py"),
     # Their defences do not depend on what the assignment computes: graded on the first assignment only.
     "compile_reference": ("case", "failed", "computed with PyTorch"),
+    "own_course_op": ("case", "failed", "computed with PyTorch"),
     "reenable_compile": ("case", "failed", "switched torch.compile back on"),
     "thread_compute": ("case", "error", "started a thread"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
@@ -144,7 +146,7 @@ RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatc
                   "launcher_window", "stale_buffer", "jit_python_escape", "smuggled_values", "forged_tape",
                   "forged_alias"]  # fmt: skip
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
-                  "cache_by_shape", "replay_after_warmup", "branch_on_timing", *RECORD_ATTACKS]  # fmt: skip
+                  "cache_by_shape", "replay_after_warmup", "branch_on_timing", "borrowed_course_op", *RECORD_ATTACKS]  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
 MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT] if COVERED else []
 

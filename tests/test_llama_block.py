@@ -14,6 +14,7 @@ from course.llama import (
     KVCache,
     block_flops,
     block_forward,
+    block_gradients,
     course_ops,
     dequantize_w4,
     load_course_kernels,
@@ -65,6 +66,47 @@ def test_decode_step_continues_the_prefill(kernels, weights):
     block_forward(x[:, :12], w, TINY, ops, rot, 0, cache)
     last = block_forward(x[:, 12:], w, TINY, ops, rot, 12, cache)
     assert relative_error(last, reference(x, w)[:, 12:]) < REL_TOL[torch.float32]
+
+
+def test_the_course_block_compiles_whole_prefill_and_decode(kernels, weights):
+    """torch.compile(fullgraph=True) takes the whole block, every course kernel on, with no graph break: each
+    kernel is a registered op (course/ops.py). backend="aot_eager" runs AOTAutograd and the ops' fake
+    implementations but leaves the graph to eager PyTorch; Inductor also compiles this block on a CPU,
+    in about a minute (too slow for CI); scripts/llama_block_bench.py runs it under CUDA graphs on a GPU."""
+    w = quantized(weights, TINY.group_size)
+    x = torch.randn(2, 13, TINY.hidden_size, generator=torch.Generator().manual_seed(1)).to(DEVICE)
+    ops, rot = course_ops(kernels, KERNELS), rotary_tables(TINY, 64, torch.float32, DEVICE)
+    cache = KVCache.empty(TINY, 2, 13, torch.float32, DEVICE)
+    torch._dynamo.reset()
+    step = torch.compile(block_forward, fullgraph=True, backend="aot_eager")  # a graph break raises
+    prefill = step(x[:, :12], w, TINY, ops, rot, 0, cache)
+    last = step(x[:, 12:], w, TINY, ops, rot, 12, cache)
+    ref = reference(x, w)
+    assert relative_error(prefill, ref[:, :12]) < REL_TOL[torch.float32]
+    assert relative_error(last, ref[:, 12:]) < REL_TOL[torch.float32]
+
+
+# The switches with a backward kernel; the projections' gradients are PyTorch's matmuls.
+TRAINABLE = ("rmsnorm", "rope", "attention", "swiglu")
+
+
+@pytest.mark.parametrize("batch,seq,compiled", [(1, 17, False), (2, 9, True)])
+def test_training_step_gradients_match_a_float64_block(kernels, weights, batch, seq, compiled):
+    """Forward and backward through the course's kernels, eager or under torch.compile(fullgraph=True)
+    (aot_eager: the backward ops traced through their fake implementations): every gradient (x, both
+    norms, all seven projections) against the PyTorch block's in float64."""
+    gen = torch.Generator().manual_seed(batch * seq)
+    x = torch.randn(batch, seq, TINY.hidden_size, generator=gen).to(DEVICE)
+    grad_out = torch.randn(batch, seq, TINY.hidden_size, generator=gen).to(DEVICE)
+    rot = rotary_tables(TINY, 64, torch.float32, DEVICE)
+    torch._dynamo.reset()
+    forward = torch.compile(block_forward, fullgraph=True, backend="aot_eager") if compiled else None
+    grads = block_gradients(x, weights, TINY, course_ops(kernels, TRAINABLE), rot, grad_out, forward)
+    w64, rot64 = weights.to(torch.float64), rotary_tables(TINY, 64, torch.float64, DEVICE)
+    ref = block_gradients(x.double(), w64, TINY, torch_ops(), rot64, grad_out.double())
+    assert set(grads) == set(ref) == {"x", "attn_norm", "ffn_norm", *weights.linears}
+    errors = {name: relative_error(grads[name], ref[name]) for name in ref}
+    assert max(errors.values()) < REL_TOL[torch.float32], errors
 
 
 def test_prompt_not_at_position_zero_is_refused(weights):

@@ -27,6 +27,7 @@ from triton.runtime.errors import OutOfResources
 
 from course.configs import ConfigTable, SearchSpace
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -563,6 +564,37 @@ def w4a16_launch(
 
 
 # --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+def _quant_fake(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return x.new_empty((x.shape[0], w.shape[0]))
+
+
+@OPS.op("w8a16_matmul", "(Tensor x, Tensor w_int8, Tensor scales) -> Tensor", _quant_fake)
+def w8a16_op(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    return _or_default(w8a16_launch, 8, x, w_int8, scales, pick_config(8, x.shape[0], x))
+
+
+def _w4a16_fake(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return x.new_empty((x.shape[0], w_packed.shape[0]))
+
+
+@OPS.op("w4a16_matmul", "(Tensor x, Tensor w_packed, Tensor scales, int group_size) -> Tensor", _w4a16_fake)
+def w4a16_op(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int) -> torch.Tensor:
+    # Checked here, on the real tensor, rather than in w4a16_matmul: torch.compile traces the public call
+    # with fake tensors, whose storage offset it does not follow.
+    if w_packed.storage_offset() % 4:
+        raise ValueError(f"w4a16_matmul: `w_packed` must start on a 4-byte boundary (the kernels read it as 32-bit words); "
+                         "pass a freshly allocated tensor, e.g. w_packed.clone().")
+    words = w_packed.view(torch.int32)  # (N, K // 8): the same bytes, read 8 codes at a time
+    return _or_default(w4a16_launch, 4, x, words, scales, group_size, pick_config(4, x.shape[0], x))
+
+
+# --------------------------------------------------------------------------------------------------
 # Module: the public API
 # --------------------------------------------------------------------------------------------------
 
@@ -586,7 +618,7 @@ def w8a16_matmul(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) ->
         raise ValueError(f"{fn}: `scales` must hold one scale per output channel, N = {n}; got {scales.shape[0]}.")
     if m == 0 or n == 0 or k == 0:
         raise ValueError(f"{fn}: M, N and K must be positive, got M={m}, N={n}, K={k}.")
-    return _or_default(w8a16_launch, 8, x, w_int8, scales, pick_config(8, m, x))
+    return w8a16_op(x, w_int8, scales)
 
 
 def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int = 128) -> torch.Tensor:
@@ -611,8 +643,4 @@ def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, 
         raise ValueError(f"{fn}: `scales` must be (N, K // group_size) = {(n, k // group_size)}, got shape {tuple(scales.shape)}.")
     if m == 0 or n == 0:
         raise ValueError(f"{fn}: M and N must be positive, got M={m}, N={n}.")
-    if w_packed.storage_offset() % 4:
-        raise ValueError(f"{fn}: `w_packed` must start on a 4-byte boundary (the kernels read it as 32-bit words); "
-                         "pass a freshly allocated tensor, e.g. w_packed.clone().")
-    words = w_packed.view(torch.int32)  # (N, K // 8): the same bytes, read 8 codes at a time
-    return _or_default(w4a16_launch, 4, x, words, scales, group_size, pick_config(4, m, x))
+    return w4a16_op(x, w_packed, scales, group_size)

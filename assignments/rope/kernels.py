@@ -20,6 +20,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -147,12 +148,33 @@ class RoPEFunction(torch.autograd.Function):
                 "pass cos.detach() and sin.detach()."
             )
         ctx.save_for_backward(cos, sin)
-        return rope_forward(x, cos, sin)
+        return rope_forward_op(x, cos, sin)
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
         cos, sin = ctx.saved_tensors
-        return rope_backward(dy, cos, sin), None, None
+        return rope_backward_op(dy, cos, sin), None, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+def _rope_fake(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(x)
+
+
+@OPS.op("rope_forward", "(Tensor x, Tensor cos, Tensor sin) -> Tensor", _rope_fake)
+def rope_forward_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return rope_forward(x, cos, sin)
+
+
+@OPS.op("rope_backward", "(Tensor dy, Tensor cos, Tensor sin) -> Tensor", _rope_fake)
+def rope_backward_op(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return rope_backward(dy, cos, sin)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -132,12 +133,37 @@ class SwiGLUFunction(torch.autograd.Function):
     def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             ctx.save_for_backward(gate, up)
-        return swiglu_forward(gate, up)
+        return swiglu_forward_op(gate, up)
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         gate, up = ctx.saved_tensors
-        return swiglu_backward(gate, up, dy)
+        return swiglu_backward_op(gate, up, dy)
+
+
+# --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+def _swiglu_forward_fake(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(gate)
+
+
+@OPS.op("swiglu_forward", "(Tensor gate, Tensor up) -> Tensor", _swiglu_forward_fake)
+def swiglu_forward_op(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    return swiglu_forward(gate, up)
+
+
+def _swiglu_backward_fake(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(gate), torch.empty_like(up)
+
+
+@OPS.op("swiglu_backward", "(Tensor gate, Tensor up, Tensor dy) -> (Tensor, Tensor)", _swiglu_backward_fake)
+def swiglu_backward_op(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return swiglu_backward(gate, up, dy)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_tensor
 
 # A transpose moves elements without looking at them, so every element size works the same way.
@@ -114,6 +115,22 @@ def transpose_launch(x: torch.Tensor, block_m: int, block_n: int, num_warps: int
 
 
 # --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+def _transpose_fake(x: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return x.new_empty((x.shape[1], x.shape[0]))
+
+
+@OPS.op("transpose", "(Tensor x) -> Tensor", _transpose_fake)
+def transpose_op(x: torch.Tensor) -> torch.Tensor:
+    return transpose_launch(x, *transpose_config(device_of(x), x.shape[0], x.shape[1], x.element_size()))
+
+
+# --------------------------------------------------------------------------------------------------
 # Module: the public API
 # --------------------------------------------------------------------------------------------------
 
@@ -124,4 +141,4 @@ def transpose(x: torch.Tensor) -> torch.Tensor:
     x: (M, N), any of TRANSPOSE_DTYPES, contiguous. Returns (N, M) in x's dtype, on x's device.
     """
     check_tensor("transpose", "x", x, ndim=2, dtypes=TRANSPOSE_DTYPES)
-    return transpose_launch(x, *transpose_config(device_of(x), x.shape[0], x.shape[1], x.element_size()))
+    return transpose_op(x)

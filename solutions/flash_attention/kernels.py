@@ -22,6 +22,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 try:  # Hopper's bulk tensor copy engine (TMA), reached through host-side descriptors (triton >= 3.3)
@@ -936,9 +937,9 @@ class FlashAttentionFunction(torch.autograd.Function):
     ) -> torch.Tensor:
         needs_grad = any(ctx.needs_input_grad[:3])
         if q.shape[2] == 1:
-            o, lse = attention_decode(q, k, v, scale)  # one query row: causal or not is the same
+            o, lse = attention_decode_op(q, k, v, scale)  # one query row: causal or not is the same
         else:
-            o, lse = attention_forward(q, k, v, causal, scale, store_lse=needs_grad)
+            o, lse = attention_forward_op(q, k, v, causal, scale, needs_grad)
         if needs_grad:
             ctx.save_for_backward(q, k, v, o, lse)
             ctx.causal, ctx.scale = causal, scale
@@ -949,8 +950,49 @@ class FlashAttentionFunction(torch.autograd.Function):
         ctx, do: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None, None]:
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = attention_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.scale)
+        dq, dk, dv = attention_backward_op(q, k, v, o, lse, do, ctx.causal, ctx.scale)
         return dq, dk, dv, None, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+def _attention_forward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, store_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    batch, n_heads_q, seqlen_q, _ = q.shape
+    lse_shape = (batch, n_heads_q, seqlen_q) if store_lse else (0,)
+    return torch.empty_like(q), q.new_empty(lse_shape, dtype=torch.float32)
+
+
+@OPS.op("flash_attention_forward", "(Tensor q, Tensor k, Tensor v, bool causal, float scale, bool store_lse) -> (Tensor, Tensor)",
+        _attention_forward_fake)  # fmt: skip
+def attention_forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, store_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """o and lse, or an empty lse when it is not stored (an op returns tensors, never None)."""
+    o, lse = attention_forward(q, k, v, causal, scale, store_lse)
+    return o, lse if lse is not None else q.new_empty(0, dtype=torch.float32)
+
+
+def _attention_decode_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@OPS.op("flash_attention_decode", "(Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor)", _attention_decode_fake)
+def attention_decode_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return attention_decode(q, k, v, scale)
+
+
+def _attention_backward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, do: torch.Tensor, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+@OPS.op("flash_attention_backward",
+        "(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, bool causal, float scale) -> (Tensor, Tensor, Tensor)",
+        _attention_backward_fake)  # fmt: skip
+def attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, do: torch.Tensor, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return attention_backward(q, k, v, o, lse, do.contiguous(), causal, scale)
 
 
 # --------------------------------------------------------------------------------------------------

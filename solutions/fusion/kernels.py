@@ -17,6 +17,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -194,6 +195,27 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+def _like_x(x: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(x)
+
+
+@OPS.op("gelu", "(Tensor x) -> Tensor", _like_x)
+def gelu_op(x: torch.Tensor) -> torch.Tensor:
+    return gelu_forward(x)
+
+
+@OPS.op("softmax", "(Tensor x) -> Tensor", _like_x)
+def softmax_op(x: torch.Tensor) -> torch.Tensor:
+    return softmax_forward(x)
+
+
+# --------------------------------------------------------------------------------------------------
 # Module: the public API
 # --------------------------------------------------------------------------------------------------
 
@@ -204,7 +226,7 @@ def gelu(x: torch.Tensor) -> torch.Tensor:
     x: any shape, float32, float16 or bfloat16, contiguous. Returns a new tensor shaped like x, in x's dtype.
     """
     check_tensor("gelu", "x", x)
-    return gelu_forward(x)
+    return gelu_op(x)
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
@@ -214,4 +236,4 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     in x's dtype.
     """
     check_tensor("softmax", "x", x, min_ndim=1)
-    return softmax_forward(x)
+    return softmax_op(x)

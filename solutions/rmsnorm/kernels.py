@@ -19,6 +19,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -411,7 +412,7 @@ class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:  # type: ignore[override]
         needs_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        y, rstd = rmsnorm_forward(x, weight, eps, store_rstd=needs_grad)
+        y, rstd = rmsnorm_forward_op(x, weight, eps, needs_grad)
         if needs_grad:
             ctx.save_for_backward(x, weight, rstd)
         return y
@@ -419,8 +420,37 @@ class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:  # type: ignore[override]
         x, weight, rstd = ctx.saved_tensors
-        dx, dw = rmsnorm_backward(x, weight, rstd, dy)
+        dx, dw = rmsnorm_backward_op(x, weight, rstd, dy)
         return dx, dw, None
+
+
+# --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+
+def _rmsnorm_forward_fake(x: torch.Tensor, weight: torch.Tensor, eps: float, store_rstd: bool) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    rows = x.numel() // x.shape[-1] if store_rstd else 0
+    return torch.empty_like(x), x.new_empty(rows, dtype=torch.float32)
+
+
+@OPS.op("rmsnorm_forward", "(Tensor x, Tensor weight, float eps, bool store_rstd) -> (Tensor, Tensor)", _rmsnorm_forward_fake)
+def rmsnorm_forward_op(x: torch.Tensor, weight: torch.Tensor, eps: float, store_rstd: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """y and rstd (M,), or an empty rstd when it is not stored (an op returns tensors, never None)."""
+    y, rstd = rmsnorm_forward(x, weight, eps, store_rstd)
+    return y, rstd if rstd is not None else x.new_empty(0, dtype=torch.float32)
+
+
+def _rmsnorm_backward_fake(x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(x), torch.empty_like(weight)
+
+
+@OPS.op("rmsnorm_backward", "(Tensor x, Tensor weight, Tensor rstd, Tensor dy) -> (Tensor, Tensor)", _rmsnorm_backward_fake)
+def rmsnorm_backward_op(x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return rmsnorm_backward(x, weight, rstd, dy)
 
 
 # --------------------------------------------------------------------------------------------------

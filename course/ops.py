@@ -1,0 +1,92 @@
+"""Register a kernels.py's calls as PyTorch operators (torch.library), so real programs can use them.
+
+A registered op is one node to torch.compile (it traces the program around it with no graph break and
+calls the op as it is), CUDA graphs capture its launches, and its fake implementation tells the compiler
+the shapes and dtypes of its outputs without running a kernel. The student's Triton kernel is still what
+computes: an op's implementation is the file's own launcher.
+
+Each kernels.py makes one `OpLibrary(__file__)` and defines its ops through it. PyTorch refuses to define
+one name twice in a process, and a process may hold several copies of one assignment (the solution, your
+kernels.py, a file loaded again after an edit), so the namespace depends on the file:
+
+- `course::NAME` for the course's solutions (solutions/<slug>/kernels.py);
+- `course_student::NAME` for your assignments (assignments/<slug>/kernels.py);
+- `course_<n>::NAME` for any other file, or a file loaded a second time.
+
+Call an op through the module that defined it (`kernels.rmsnorm(...)`, or `kernels.OPS.namespace`), not
+through a namespace you assume. Every namespace starts with "course": the grader's recorder runs a course
+op's implementation under its watch (autograder/policy.py, `is_course_op`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+NAMESPACE_PREFIX = "course"
+_ROOT = Path(__file__).resolve().parent.parent
+_TAKEN: set[str] = set()
+_LIBRARIES: list[torch.library.Library] = []  # "namespace::name" defined in this process, by any OpLibrary
+
+
+def base_namespace(module_file: str) -> str:
+    """'course' for a solution's kernels.py, 'course_student' for an assignment's, 'course_file' otherwise."""
+    path = Path(module_file).resolve()
+    for folder, namespace in (("solutions", NAMESPACE_PREFIX), ("assignments", f"{NAMESPACE_PREFIX}_student")):
+        if path.parent.parent == _ROOT / folder and path.name == "kernels.py":
+            return namespace
+    return f"{NAMESPACE_PREFIX}_file"
+
+
+def _free(namespace: str, name: str) -> bool:
+    if f"{namespace}::{name}" in _TAKEN:
+        return False
+    try:
+        getattr(getattr(torch.ops, namespace), name)  # defined by a copy of this module (course.ops reloaded)
+    except (AttributeError, RuntimeError):
+        return True
+    return False
+
+
+class OpLibrary:
+    """The ops of one kernels.py, under a namespace chosen when its first op is defined."""
+
+    def __init__(self, module_file: str) -> None:
+        self.base = base_namespace(module_file)
+        self.namespace: str | None = None
+
+    def _qualified(self, name: str) -> str:
+        if self.namespace is None:
+            candidates = [self.base] + [f"{self.base}_{n}" for n in range(2, 1000)]
+            self.namespace = next(ns for ns in candidates if _free(ns, name))
+        if not _free(self.namespace, name):
+            raise RuntimeError(
+                f"the op {self.namespace}::{name} is defined twice in one kernels.py: give each op its own name."
+            )
+        _TAKEN.add(f"{self.namespace}::{name}")
+        return f"{self.namespace}::{name}"
+
+    def op(self, name: str, schema: str, fake: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
+        """Decorator: define `namespace::name` with this schema, the decorated function as its implementation
+        on every device, and `fake` as its fake (meta) implementation. Returns the op (an OpOverload).
+
+        The schema is given rather than inferred from type hints so that one text means the same op on every
+        torch version the course supports. Outputs are new tensors, never an input or a view of one.
+        Registered with torch.library.Library rather than torch.library.custom_op: custom_op adds a Python
+        autograd layer to every call (tens of microseconds of host time), and the course's gradients come
+        from its autograd Functions, which call these ops with autograd off.
+        """
+
+        def define(impl: Callable[..., Any]) -> Any:
+            namespace, _, op_name = self._qualified(name).partition("::")
+            lib = torch.library.Library(namespace, "FRAGMENT")
+            lib.define(f"{op_name}{schema}")
+            lib.impl(op_name, impl, "CompositeExplicitAutograd")
+            torch.library.register_fake(f"{namespace}::{op_name}", fake, lib=lib)
+            _LIBRARIES.append(lib)  # a Library that is garbage collected takes its registrations with it
+            return getattr(getattr(torch.ops, namespace), op_name).default
+
+        return define

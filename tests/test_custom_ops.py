@@ -1,0 +1,104 @@
+"""Every solution's calls are PyTorch operators (course/ops.py) that pass torch.library.opcheck: the schema
+is honest (no hidden mutation, no aliasing), the fake implementation gives the real outputs' shapes and
+dtypes, and AOTAutograd can trace the op. The public function reaches the kernels through them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from course.loader import load_kernels
+from course.ops import base_namespace
+from conftest import REPO_ROOT, SEED
+
+# The CPU tier's checks, less the one that needs a GPU-only cache; tiny odd shapes keep each under a second.
+CHECKS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+def _randn(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+def _int4_weights(n: int, k: int) -> torch.Tensor:
+    return torch.randint(0, 256, (n, k // 2), dtype=torch.uint8)
+
+
+# (slug, op attribute, a function that draws the op's arguments)
+CASES: list[tuple[str, str, Callable[[], tuple]]] = [
+    ("rmsnorm", "rmsnorm_forward_op", lambda: (_randn(3, 37), _randn(37), 1e-6, True)),
+    ("rmsnorm", "rmsnorm_forward_op", lambda: (_randn(2, 3, 37), _randn(37), 1e-5, False)),
+    ("rope", "rope_forward_op", lambda: (_randn(1, 2, 5, 8), _randn(5, 4), _randn(5, 4))),
+    ("rope", "rope_backward_op", lambda: (_randn(1, 2, 5, 8), _randn(5, 4), _randn(5, 4))),
+    ("swiglu", "swiglu_forward_op", lambda: (_randn(3, 33), _randn(3, 33))),
+    ("swiglu", "swiglu_backward_op", lambda: (_randn(3, 33), _randn(3, 33), _randn(3, 33))),
+    ("fusion", "gelu_op", lambda: (_randn(5, 33),)),
+    ("fusion", "softmax_op", lambda: (_randn(5, 33),)),
+    ("coalescing", "transpose_op", lambda: (_randn(7, 19),)),
+    ("tiling", "matmul_op", lambda: (_randn(7, 19), _randn(19, 5))),
+    ("flash_attention", "attention_forward_op", lambda: (_randn(1, 2, 9, 16), _randn(1, 1, 9, 16), _randn(1, 1, 9, 16), True, 0.25, True)),
+    ("flash_attention", "attention_decode_op", lambda: (_randn(2, 4, 1, 16), _randn(2, 2, 11, 16), _randn(2, 2, 11, 16), 0.25)),
+    ("quant_matmul", "w8a16_op", lambda: (_randn(3, 64), torch.randint(-128, 128, (5, 64), dtype=torch.int8), _randn(5))),
+    ("quant_matmul", "w4a16_op", lambda: (_randn(3, 64), _int4_weights(5, 64), _randn(5, 2), 32)),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def solutions() -> dict[str, object]:
+    return {slug: load_kernels(slug, "solutions") for slug in sorted({c[0] for c in CASES})}
+
+
+@pytest.mark.parametrize(("slug", "op", "draw"), CASES, ids=[f"{c[0]}.{c[1]}" for c in CASES])
+def test_every_op_passes_opcheck(slug: str, op: str, draw: Callable[[], tuple], solutions: dict) -> None:
+    torch.manual_seed(SEED)
+    result = torch.library.opcheck(getattr(solutions[slug], op), draw(), test_utils=CHECKS)
+    assert result == {name: "SUCCESS" for name in CHECKS}
+
+
+def test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors(solutions: dict) -> None:
+    torch.manual_seed(SEED)
+    rms, fa = solutions["rmsnorm"], solutions["flash_attention"]
+    x, w = _randn(4, 37), _randn(37)
+    _, rstd = rms.rmsnorm_forward_op(x, w, 1e-6, True)
+    assert torch.library.opcheck(rms.rmsnorm_backward_op, (x, w, rstd, _randn(4, 37)), test_utils=CHECKS)
+    q, k, v = _randn(1, 2, 9, 16), _randn(1, 1, 9, 16), _randn(1, 1, 9, 16)
+    o, lse = fa.attention_forward_op(q, k, v, True, 0.25, True)
+    args = (q, k, v, o, lse, _randn(1, 2, 9, 16), True, 0.25)
+    assert torch.library.opcheck(fa.attention_backward_op, args, test_utils=CHECKS)
+
+
+class _Ops(TorchDispatchMode):
+    """The ops a call dispatches, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_public_calls_go_through_their_ops_forward_and_backward(solutions: dict) -> None:
+    rms = solutions["rmsnorm"]
+    x, w = _randn(3, 37).requires_grad_(), _randn(37).requires_grad_()
+    with _Ops() as seen:
+        rms.rmsnorm(x, w).sum().backward()
+    ns = rms.OPS.namespace
+    assert f"{ns}.rmsnorm_forward.default" in seen.names and f"{ns}.rmsnorm_backward.default" in seen.names
+    a, b = _randn(7, 19), _randn(19, 5)
+    with _Ops() as seen:
+        solutions["tiling"].matmul(a, b)
+    assert seen.names == [f"{solutions['tiling'].OPS.namespace}.matmul.default"]
+
+
+def test_each_copy_of_a_kernels_py_gets_a_namespace_of_its_own(solutions: dict, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert base_namespace(str(REPO_ROOT / "solutions" / "fusion" / "kernels.py")) == "course"
+    assert base_namespace(str(REPO_ROOT / "assignments" / "fusion" / "kernels.py")) == "course_student"
+    assert base_namespace(str(tmp_path / "kernels.py")) == "course_file"
+    again = load_kernels("fusion", "solutions")  # a second load of one file: PyTorch refuses a name twice
+    assert again.OPS.namespace not in (solutions["fusion"].OPS.namespace, None)
+    x = _randn(4, 9)
+    assert torch.equal(again.softmax(x), solutions["fusion"].softmax(x))
