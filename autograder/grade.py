@@ -14,6 +14,7 @@ compute. Case i is replayed while the worker runs case i + 1.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -112,12 +113,23 @@ class Seeds:
     def __init__(self, base: int | None) -> None:
         self.base = base
         self.count = 0
+        self.replays = 0  # its own count: a case's seed does not depend on how many replays came before
 
     def next(self) -> int:
         self.count += 1
         if self.base is None:
             return secrets.randbits(62)
         return (self.base * 1_000_003 + self.count * 7919) % (1 << 62)
+
+    def replay(self) -> int:
+        """A seed for the inputs a case's replay runs on, which the worker never sees: secret in grading; with a
+        fixed base (the repo's own tests, whose wrong submissions must fail the same cases on every run) a hash
+        of the base that the worker cannot compute from its own seeds without knowing the base."""
+        if self.base is None:
+            return Seeds.secret()
+        self.replays += 1
+        digest = hashlib.sha256(f"replay:{self.base}:{self.replays}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 2
 
     @staticmethod
     def secret() -> int:
@@ -323,7 +335,7 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             result.status, result.message, result.score = "error", _unreadable(exc), 0.0
             job = None
         if job is not None:
-            replay_seed = Seeds.secret()  # inputs the worker never sees
+            replay_seed = seeds.replay()  # inputs the worker never sees
             fixed_seed = seed if part.setup_reads else None
             request = {"op": "case", "task": part.task, "params": case.params, "seed": replay_seed, "fixed_seed": fixed_seed,
                        "tape": reply["tape"], "prepared": _load_outputs(reply.get("prepared") or {})}  # fmt: skip

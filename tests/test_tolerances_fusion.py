@@ -133,9 +133,10 @@ def test_softmax_tolerance(name: str, params: dict) -> None:
         assert verdict.max_error <= 0.75
 
 
-def test_float16_softmax_atol_covers_subnormal_rounding_of_a_vocabulary_row() -> None:
+def test_float16_softmax_subnormal_rounding_of_a_vocabulary_row_passes_and_a_wrong_grid_does_not() -> None:
     # 128256 columns: outputs average 7.8e-6, many fall below float16's smallest normal (6.1e-5) and
-    # round to a grid of 6e-8; an honest kernel is off by up to 3e-8 there, which rtol alone cannot cover.
+    # round to a grid of 6e-8; an honest kernel is off by up to 3e-8 there, which rtol alone cannot cover:
+    # the comparison allows one subnormal spacing of the output dtype (course/comparison.py), whatever atol says.
     params = {"shape": [4, 128256], "dtype": "float16"}
     device = torch.device("cpu")
     x = make_softmax_inputs(params, generator(SEED, device), device)["x"]
@@ -144,5 +145,8 @@ def test_float16_softmax_atol_covers_subnormal_rounding_of_a_vocabulary_row() ->
     from autograder.spec import Tolerance
 
     rtol_only = Tolerance(rtol=SOFTMAX_TOLERANCES["float16"].rtol, atol=1e-5)
-    assert not compare("y", honest, ref, rtol_only).ok
+    assert compare("y", honest, ref, rtol_only).ok
     assert compare("y", honest, ref, SOFTMAX_TOLERANCES["float16"]).ok
+    spacing = torch.finfo(torch.float16).smallest_normal * torch.finfo(torch.float16).eps
+    off_by_three = (honest.double() + 3 * spacing).half()  # three spacings above every subnormal answer
+    assert not compare("y", off_by_three, ref, rtol_only).ok
