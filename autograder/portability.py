@@ -24,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -197,20 +196,10 @@ _JOBS: list[Launch] = []  # filled before the pool forks: its workers find each 
 
 def _resource_usage(cubin: bytes) -> tuple[int, int]:
     """(registers per thread, local memory bytes per thread) as cuobjdump reads them from a cubin."""
-    import triton.backends.nvidia as nvidia
+    from autograder.diagnose import resource_usage
 
-    tool = Path(nvidia.__file__).parent / "bin" / "cuobjdump"  # Triton ships the CUDA tools it needs
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
-    regs = local = 0
-    for word in out.split():
-        if word.startswith("REG:"):
-            regs = max(regs, int(word[4:]))
-        elif word.startswith("LOCAL:"):
-            local = max(local, int(word[6:]))
-    return regs, local
+    usage = resource_usage(cubin)
+    return usage["REG"], usage.get("LOCAL", 0)
 
 
 def compile_one(index: int) -> Compiled:
