@@ -14,11 +14,9 @@ the summary (score per assignment, the equivalents with their reasons, any live 
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
-import multiprocessing as mp
 import random
 import shutil
 import tempfile
@@ -32,7 +30,6 @@ from pathlib import Path
 
 import torch
 
-from autograder import runner
 from autograder.grade import Limits, Seeds, _correctness  # the grader's own case loop, one case at a time
 from autograder.mutation import OPERATORS, Mutant, mutants
 from autograder.runner import Replayer, Worker, WorkerLost
@@ -114,38 +111,6 @@ class CaseOrder:
         """The cases, `first` (the case that killed this mutant last time) before all, then by kills so far."""
         rank = {case_key(p, c): i for i, (p, c) in enumerate(self.cases)}
         return sorted(self.cases, key=lambda pc: (case_key(*pc) != first, -self.kills[case_key(*pc)], rank[case_key(*pc)]))
-
-
-# Modules every worker imports before the submission: a fork server imports them once.
-PRELOAD = ["torch", "torch._dynamo", "triton", "triton.language", "autograder.worker", "autograder.integrity",
-           "autograder.timing", "course.env", "course.loader", "course.validate"]
-
-
-@contextlib.contextmanager
-def forked_workers():
-    """Start the grader's workers by forking a server that has already imported torch, triton and the grader,
-    instead of spawning a fresh interpreter for each: a mutant's worker then starts in a fraction of a
-    second instead of about three. The worker itself, and everything it does, is the grader's; only how
-    its process begins differs (a clean fork of an idle process that imported, and ran, nothing else)."""
-    context = mp.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD + [f"autograder.specs.{s}" for s in SLUGS])  # one server for every slug
-
-    class _Multiprocessing:
-        def get_context(self, method: str | None = None):
-            return context
-
-        def __getattr__(self, name: str):
-            return getattr(mp, name)
-
-    original = getattr(runner, "mp", None)
-    if original is not mp:  # the runner no longer starts workers this way: leave it alone
-        yield
-        return
-    runner.mp = _Multiprocessing()
-    try:
-        yield
-    finally:
-        runner.mp = original
 
 
 def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed: int = DEFAULT_SEED,
@@ -277,7 +242,7 @@ def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, j
     def one(m: Mutant) -> Outcome:
         return grade_mutant(slug, source, m, order, seed, timeout, first=old.get(m.id, {}).get("case", ""))
 
-    with forked_workers(), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # workers fork from the grader's zygote
         for i, outcome in enumerate(pool.map(one, todo), 1):
             results[outcome.id] = outcome
             where = f" by {outcome.case} ({outcome.result})" if outcome.status == "killed" else ""

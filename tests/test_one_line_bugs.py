@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from autograder.grade import Selection, grade_assignment
-from autograder.mutants import forked_workers
 from autograder.specs import SLUGS, load_spec
 from conftest import SEED
 from one_line_bugs import one_line_bugs, write_bug
@@ -25,9 +24,8 @@ def test_a_one_line_bug_fails_the_cases_drawn_for_it(slug: str, name: str, tmp_p
     cpu = {(p.task, c.name) for p in load_spec(slug).parts for c in p.cases_for("cpu")}
     assert all((task, case) in cpu for task, case in wanted), f"[{name}] names a case the spec does not have"
     selection = Selection(tasks={t for t, _ in wanted}, names={c for _, c in wanted})
-    with forked_workers():  # the grader's worker, started from a process that has imported torch already
-        result = grade_assignment(slug, write_bug(slug, name, tmp_path), "cpu", seed=SEED, timeout=60.0,
-                                  selection=selection)
+    result = grade_assignment(slug, write_bug(slug, name, tmp_path), "cpu", seed=SEED, timeout=60.0,
+                              selection=selection)
     graded = {(c.task, c.name): c for c in result.cases if c.kind == "correctness"}
     for task, case in wanted:
         c = graded[(task, case)]
