@@ -562,10 +562,8 @@ def section_hf(b: Bench, layers: int = 2) -> dict[str, Any]:
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, config.vocab_size, (1, prompt), generator=g).to(b.device)
     decode_prompt = torch.randint(0, config.vocab_size, (batch, context), generator=g).to(b.device)
-    out["setup"], out["timings"] = (
-        {"prefill_tokens": prompt, "decode_batch": batch, "decode_context": context, "decode_steps": steps},
-        {},
-    )
+    out["setup"] = {"prefill_tokens": prompt, "decode_batch": batch, "decode_context": context, "decode_steps": steps}
+    out["timings"] = {}
     for name, model in models.items():
 
         def generate(n: int, m: Any = model) -> None:  # a prefill of the decode prompt, then n decode steps
@@ -596,18 +594,8 @@ def install_wheels(wheels: Path) -> None:
     if importlib.util.find_spec("transformers") is not None:
         return
     target = tempfile.mkdtemp(prefix="hf_site_")
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--no-index",
-        "--no-deps",
-        "--target",
-        target,
-        *map(str, sorted(wheels.glob("*.whl"))),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    pip = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--target", target]
+    proc = subprocess.run([*pip, *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, text=True)
     print(f"installing the wheels of {wheels}: exit {proc.returncode} {proc.stderr.strip()[-300:]}")
     if proc.returncode == 0:
         sys.path.append(target)
@@ -672,12 +660,10 @@ def main(argv: list[str] | None = None) -> int:
         for slug, why in bench.sources.items():
             print(f"{slug}: {why}", flush=True)
         for name in args.sections:
-            run.run(
-                name, lambda name=name: SECTIONS[name](bench) if name != "hf" else section_hf(bench, args.hf_layers)
-            )
-            (args.out / "shipping.md").write_text(
-                shipping_markdown(run.results)
-            )  # after each section: a run cut short keeps it
+            measure = SECTIONS[name] if name != "hf" else (lambda b: section_hf(b, args.hf_layers))
+            run.run(name, lambda measure=measure: measure(bench))
+            # after each section, as the JSON: a run cut short keeps it
+            (args.out / "shipping.md").write_text(shipping_markdown(run.results))
     print(shipping_markdown(run.results), flush=True)
     return 0
 
