@@ -197,14 +197,51 @@ def matmul_tflops(device: torch.device, n: int = 8192) -> float:
     return 2 * n**3 / (median(times) * 1e-3) / 1e12
 
 
-def host_overhead_us(fn: Callable[[], object], calls: int = 200) -> float:
-    """Host time per call when calls are queued back to back (the GPU never waits on one), in us."""
-    for _ in range(10):
+def host_overhead_us(fn: Callable[[], object], calls: int = 200, reps: int = 1, warmup: int = 10) -> float:
+    """Host time per call when calls are queued back to back (the GPU never waits on one), in us; the best of reps."""
+    cuda = torch.cuda.is_available()
+    for _ in range(warmup):
         fn()
-    _synchronize()
-    t0 = _perf_counter()
-    for _ in range(calls):
+    best = float("inf")
+    for _ in range(reps):
+        if cuda:
+            _synchronize()
+        t0 = _perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, _perf_counter() - t0)
+        if cuda:
+            _synchronize()
+    return best / calls * 1e6
+
+
+def back_to_back_ms(fn: Callable[[], object], calls: int = 1, reps: int = 7, warmup: int = 3) -> float:
+    """Median over reps of the mean time of `calls` calls issued back to back, CUDA events around them and no
+    flush: what a call costs inside a loop of them (a model's layers), launch gaps included. The host clock on a CPU."""
+    for _ in range(warmup):
         fn()
-    t1 = _perf_counter()
-    _synchronize()
-    return (t1 - t0) / calls * 1e6
+    cuda = torch.cuda.is_available()
+    times = []
+    for _ in range(reps):
+        if cuda:
+            _synchronize()
+            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+            _record(start)
+        t0 = _perf_counter()
+        for _ in range(calls):
+            fn()
+        if cuda:
+            _record(end)
+            _synchronize()
+            times.append(_elapsed(start, end) / calls)
+        else:
+            times.append((_perf_counter() - t0) * 1e3 / calls)
+    return median(times)
+
+
+def interleaved_ms(
+    fns: dict[str, Callable[[], object]], reps: int, device: torch.device, **warmup: Any
+) -> dict[str, float]:
+    """`time_interleaved` for functions of no argument: each one's median milliseconds per call."""
+    times = time_interleaved({name: (lambda i, f=f: f()) for name, f in fns.items()}, 1, reps, device, **warmup)
+    return {name: median(ts) for name, ts in times.items()}

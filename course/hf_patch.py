@@ -10,7 +10,7 @@
   and key-value cache.
 
 The projections and the embedding stay PyTorch's (cuBLAS on a GPU). `compare_logits` checks the patched
-model against the unpatched one; `scripts/hf_llama_bench.py` times prefill and decode of both on a GPU.
+model against the unpatched one; `scripts/llama_block_bench.py --sections hf` times prefill and decode of both on a GPU.
 Batches must be unpadded: every sequence of a batch at the same positions (the course's rope takes one
 table of positions), which `patch` checks by refusing an attention mask.
 """

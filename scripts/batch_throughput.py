@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
 
 
 # Appended to an honest kernels.py, each makes every public function crash: the batch must grade the rest.
@@ -41,12 +41,12 @@ def make_class(folder: Path, slugs: list[str], students: int) -> dict[str, str]:
         subs = REPO_ROOT / "tests" / "submissions" / slug
         honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
         sources.append((slug, "solution", honest))
-        sources += [(slug, p.stem, p.read_text()) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))]
+        sources += [
+            (slug, p.stem, p.read_text()) for p in sorted(subs.glob("correct_*.py")) + sorted(subs.glob("wrong_*.py"))
+        ]
         for kind, crash in CRASHES.items():
-            for name in load_spec(slug).api:
-                honest += f"\n\ndef {name}(*args, **kwargs):\n    {crash}\n"
-            sources.append((slug, f"crash_{kind}", honest))
-            honest = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
+            crashing = "".join(f"\n\ndef {name}(*args, **kwargs):\n    {crash}\n" for name in load_spec(slug).api)
+            sources.append((slug, f"crash_{kind}", honest + crashing))
     kinds: dict[str, str] = {}
     for i in range(students):
         slug, kind, code = sources[i % len(sources)]
@@ -66,14 +66,32 @@ def read_totals(graded: Path) -> dict[str, float]:
 def run(folder: Path, out: Path, slugs: list[str], gpus: str, max_cases: int) -> float:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus, "PYTHONPATH": str(REPO_ROOT)}
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "autograder", "batch", str(folder), *slugs, "--out", str(out),
-                    "--device", "cuda", f"--grade-arg=--max-cases={max_cases}", "--grade-arg=--reps=20"],
-                   cwd=REPO_ROOT, env=env, check=False)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "batch",
+            str(folder),
+            *slugs,
+            "--out",
+            str(out),
+            "--device",
+            "cuda",
+            f"--grade-arg=--max-cases={max_cases}",
+            "--grade-arg=--reps=20",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        check=False,
+    )
     return time.perf_counter() - t0
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
+    from course.results import run_meta
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("slugs", nargs="*", default=["rmsnorm"])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--students", type=int, default=20)
@@ -88,13 +106,18 @@ def main() -> int:
     every = run(work, args.out / "graded_all", args.slugs, ",".join(map(str, range(n))), args.max_cases)
     totals_1, totals_all = read_totals(args.out / "graded_1gpu"), read_totals(args.out / "graded_all")
     result = {
-        "gpu": torch.cuda.get_device_name(0), "gpus": n, "students": args.students, "slugs": args.slugs,
-        "max_cases": args.max_cases, "seconds_1gpu": one, "seconds_all": every, "speedup": one / every,
+        "meta": run_meta("python scripts/batch_throughput.py " + " ".join(sys.argv[1:])),
+        "gpus": n,
+        "students": args.students,
+        "slugs": args.slugs,
+        "max_cases": args.max_cases,
+        "seconds_1gpu": one,
+        "seconds_all": every,
+        "speedup": one / every,
         "same_students": sorted(totals_1) == sorted(totals_all),
         "max_total_difference": max(abs(totals_1[s] - totals_all.get(s, 0.0)) for s in totals_1),
         "students_by_kind": {k: sum(1 for v in kinds.values() if v == k) for k in sorted(set(kinds.values()))},
         "totals": {s: {"kind": kinds[s], "1gpu": totals_1[s], "all": totals_all.get(s)} for s in sorted(totals_1)},
-        "torch": torch.__version__, "date": datetime.date.today().isoformat(),
     }
     (args.out / "batch_throughput.json").write_text(json.dumps(result, indent=1) + "\n")
     shutil.copy(args.out / "graded_all" / "scores.csv", args.out / "scores_all.csv")

@@ -11,9 +11,6 @@ CPU interpreter at tiny sizes (correctness only, times meaningless), to check th
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,13 +19,14 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-import course.env  # noqa: E402  (before triton)
 import torch  # noqa: E402
 
+import course.env  # noqa: E402  (before triton)
 from autograder.checking import compare  # noqa: E402
 from autograder.spec import generator  # noqa: E402
-from autograder.timing import median, time_interleaved  # noqa: E402
+from autograder.timing import interleaved_ms  # noqa: E402
 from course.loader import load_kernels  # noqa: E402
+from course.results import Sections, markdown_table, run_meta, section_parser  # noqa: E402
 
 SEED = 2026
 REPS = 30
@@ -37,8 +35,7 @@ CHECKED = 2  # sequences of the decode batch checked against the float64 referen
 
 def _time(fns: dict[str, Callable[[], object]], device: torch.device, reps: int) -> dict[str, float]:
     """Median microseconds per call of each zero-argument function, interleaved, L2 flushed before each."""
-    times = time_interleaved({n: (lambda i, f=f: f()) for n, f in fns.items()}, 1, reps, device)
-    return {n: median(ts) * 1e3 for n, ts in times.items()}
+    return {n: ms * 1e3 for n, ms in interleaved_ms(fns, reps, device).items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,22 +66,31 @@ def bench_linear(device: torch.device, smoke: bool, reps: int) -> list[dict[str,
             }
             us = _time(fns, device, reps)
             cfg = kernels.linear_config(kernels.device_of(x), m, n, x.element_size())
-            row = {"M": m, "K": k, "N": n, "dtype": params["dtype"], "check": verdict.ok,
-                   "max_error_of_tolerance": round(verdict.max_error, 4), "us": {n_: round(t, 2) for n_, t in us.items()},
-                   "fused_vs_course_unfused": round(us["course rmsnorm + cuBLAS"] / us["fused"], 3),
-                   "fused_vs_F_unfused": round(us["F.rms_norm + cuBLAS"] / us["fused"], 3),
-                   "fused_vs_cublas_alone": round(us["cuBLAS alone"] / us["fused"], 3),
-                   "fused_w_gbps": round(spec.linear_bytes(params) / us["fused"] / 1e3, 1),
-                   "config": {"BLOCK_M": cfg[0], "BLOCK_N": cfg[1], "BLOCK_K": cfg[2], "num_warps": cfg[3], "num_stages": cfg[4]}}  # fmt: skip
+            row = {
+                "M": m,
+                "K": k,
+                "N": n,
+                "dtype": params["dtype"],
+                "check": verdict.ok,
+                "max_error_of_tolerance": round(verdict.max_error, 4),
+                "us": {n_: round(t, 2) for n_, t in us.items()},
+                "fused_vs_course_unfused": round(us["course rmsnorm + cuBLAS"] / us["fused"], 3),
+                "fused_vs_F_unfused": round(us["F.rms_norm + cuBLAS"] / us["fused"], 3),
+                "fused_vs_cublas_alone": round(us["cuBLAS alone"] / us["fused"], 3),
+                "fused_w_gbps": round(spec.linear_bytes(params) / us["fused"] / 1e3, 1),
+                "config": {
+                    "BLOCK_M": cfg[0],
+                    "BLOCK_N": cfg[1],
+                    "BLOCK_K": cfg[2],
+                    "num_warps": cfg[3],
+                    "num_stages": cfg[4],
+                },
+            }
             out.append(row)
-    print("\nrmsnorm_linear (bf16): microseconds; ratios > 1 mean the fused kernel is faster")
-    print(f"{'M':>4} {'K':>5} {'N':>6} {'ok':>3} {'fused':>8} {'course+cuBLAS':>14} {'F+cuBLAS':>9} {'cuBLAS':>8} "
-          f"{'vs course':>9} {'vs F':>6} {'fused GB/s':>10}")  # fmt: skip
-    for r in out:
-        u = r["us"]
-        print(f"{r['M']:>4} {r['K']:>5} {r['N']:>6} {'y' if r['check'] else 'NO':>3} {u['fused']:>8.1f} "
-              f"{u['course rmsnorm + cuBLAS']:>14.1f} {u['F.rms_norm + cuBLAS']:>9.1f} {u['cuBLAS alone']:>8.1f} "
-              f"{r['fused_vs_course_unfused']:>9.2f} {r['fused_vs_F_unfused']:>6.2f} {r['fused_w_gbps']:>10.0f}")  # fmt: skip
+    print("\nrmsnorm_linear: microseconds; ratios > 1 mean the fused kernel is faster")
+    print("\n".join(markdown_table(["M", "K", "N", "ok", *out[0]["us"], "vs course", "vs F", "fused GB/s"],
+                                   [[r["M"], r["K"], r["N"], r["check"], *r["us"].values(), r["fused_vs_course_unfused"],
+                                     r["fused_vs_F_unfused"], r["fused_w_gbps"]] for r in out])))  # fmt: skip
     return out
 
 
@@ -140,13 +146,26 @@ def bench_kv_quant(device: torch.device, smoke: bool, reps: int) -> list[dict[st
                     "int8_vs_sdpa": round(us["SDPA bf16"] / us["int8 fused"], 3),
                     "int8_cache_gbps": round(bytes_8 / us["int8 fused"] / 1e3, 1)})  # fmt: skip
     print("\ndecode over an INT8 KV cache: microseconds; ratios > 1 mean the INT8 kernel is faster")
-    print(f"{'Sk':>6} {'ok':>3} {'int8':>8} {'bf16':>8} {'SDPA':>8} {'vs bf16':>7} {'vs SDPA':>7} {'memory':>7} "
-          f"{'err int8':>9} {'err bf16':>9} {'GB/s':>6}")  # fmt: skip
-    for r in out:
-        u, e = r["us"], r["error_vs_unquantized"]
-        print(f"{r['Sk']:>6} {'y' if r['check'] else 'NO':>3} {u['int8 fused']:>8.1f} {u['course bf16 decode']:>8.1f} "
-              f"{u['SDPA bf16']:>8.1f} {r['int8_vs_course_bf16']:>7.2f} {r['int8_vs_sdpa']:>7.2f} "
-              f"{r['memory_ratio']:>6.3f}x {e['int8 fused']:>9.2e} {e['course bf16 decode']:>9.2e} {r['int8_cache_gbps']:>6.0f}")  # fmt: skip
+    print(
+        "\n".join(
+            markdown_table(
+                ["Sk", "ok", *out[0]["us"], "vs bf16", "vs SDPA", "memory", "err int8", "err bf16", "GB/s"],
+                [
+                    [
+                        r["Sk"],
+                        r["check"],
+                        *r["us"].values(),
+                        r["int8_vs_course_bf16"],
+                        r["int8_vs_sdpa"],
+                        r["memory_ratio"],
+                        *(f"{e:.2e}" for e in r["error_vs_unquantized"].values()),
+                        r["int8_cache_gbps"],
+                    ]
+                    for r in out
+                ],
+            )
+        )
+    )
     return out
 
 
@@ -156,30 +175,29 @@ SECTIONS: dict[str, Callable[[torch.device, bool, int], list[dict[str, Any]]]] =
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sections", default=",".join(SECTIONS))
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU interpreter: checks the script")
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    args = section_parser(__doc__, list(SECTIONS)).parse_args(argv)
     device = course.env.setup_triton()
     if not args.smoke and device.type != "cuda":
         sys.exit("bonus_bench.py times kernels on a GPU; on a CPU run it with --smoke.")
     reps = 3 if args.smoke else REPS
-    gpu = torch.cuda.get_device_name() if device.type == "cuda" else "CPU interpreter"
-    results: dict[str, Any] = {"gpu": gpu, "torch": torch.__version__, "triton": __import__("triton").__version__,
-                               "date": str(datetime.date.today()), "reps": reps}  # fmt: skip
+    run = Sections(
+        args.out / "bonus_bench.json",
+        {**run_meta("python scripts/bonus_bench.py " + " ".join(argv or sys.argv[1:])), "reps": reps},
+    )
     failed = []
-    for name in args.sections.split(","):
-        results[name] = SECTIONS[name](device, args.smoke, reps)
-        failed += [f"{name}: {r}" for r in results[name] if not r["check"]]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bonus_bench.json").write_text(json.dumps(results, indent=1) + "\n")
-    print(f"\n{gpu}, torch {results['torch']}, triton {results['triton']}: {args.out / 'bonus_bench.json'}")
-    if failed:
-        print("FAILED checks:\n  " + "\n  ".join(map(str, failed)))
-        sys.exit(1)
+    for name in args.sections:
+        failed += [
+            f"{name}: {r}"
+            for r in run.run(name, lambda name=name: SECTIONS[name](device, args.smoke, reps)) or []
+            if not r["check"]
+        ]
+    print(f"\n{run.results['meta']['gpu']}: {run.path}")
+    if failed or run.results["errors"]:
+        print("FAILED checks:\n  " + "\n  ".join(map(str, failed + run.results["errors"])))
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

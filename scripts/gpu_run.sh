@@ -6,13 +6,11 @@
 #
 # STAGES picks and orders the stages (default "tune grade bench"; also "stubs": the stubs score zero,
 # "stability": five gradings of each solution's speed cases, "batch": batch grading on one GPU against all,
-# "cheats": the cheat suite of tests/test_integrity.py graded on this GPU, one line per cheat and assignment in
-# cheat_suite.txt, to commit as results/<gpu>/cheat_suite.txt; "profile": Nsight Compute, where installed, and proton on
-# the rmsnorm solution and a spilling submission, scripts/profile_kernel.py; "diagnose_hf": the grader's slow-kernel
-# diagnosis and a Hugging Face Llama patched with the course's kernels, scripts/diagnose_hf_gpu.py; DIAGNOSE_HF_ARGS="--wheels DIR"
-# where the GPU image lacks transformers;
-# "bonus": scripts/bonus_bench.py, issue 21's fused RMSNorm + linear and quantized-KV decode, checked then timed,
-# in bonus/bonus_bench.json).
+# "cheats": the cheat suite of tests/test_integrity.py and the one-line bugs against the GPU tier's hostile cases,
+# one line per cheat and assignment in cheat_suite.txt (commit as results/<gpu>/cheat_suite.txt); "profile": ncu, where
+# installed, and proton on the rmsnorm solution and a spilling kernel; "diagnose_hf": the grader's slow-kernel
+# diagnosis of the same pair, and a Hugging Face Llama patched with the course's kernels (DIAGNOSE_HF_ARGS="--wheels DIR"
+# where the GPU image lacks transformers); "bonus": issue 21's fused RMSNorm + linear and quantized-KV decode).
 # SLUGS narrows the assignments. BUDGET (seconds, default 570) bounds the run: a stage or assignment that
 # would start past it is listed as not run, so a second call can finish the job (commit the tables from
 # $OUT/results.tar.gz first: `tables/` mirrors solutions/ and assignments/). BENCH_ARGS defaults to --quick.
@@ -58,7 +56,7 @@ for stage in $STAGES; do
     cheats)  # eight graders at once (pytest-xdist), each with its zygote, worker and replayer on the GPU
       mkdir -p "$W/cheat_report"
       AUTOGRADER_TEST_DEVICE=cuda AUTOGRADER_CHEAT_REPORT="$W/cheat_report" run cheats 120 \
-        python3 -m pytest tests/test_integrity.py -q -o addopts="" -p no:cacheprovider -n "${JOBS:-8}"
+        python3 -m pytest tests/test_integrity.py "tests/test_one_line_bugs.py::test_a_one_line_bug_fails_a_hostile_case_of_the_gpu_tier" -q -o addopts="" -p no:cacheprovider -n "${JOBS:-8}"
       tail -1 "$W/cheats.txt"; grep -E "^(FAILED|ERROR)" "$W/cheats.txt" | head -20
       python3 - "$W" <<'PY'
 import datetime, glob, sys
@@ -78,8 +76,10 @@ with open(f"{work}/cheat_suite.txt", "w") as out:
 print(f"cheat suite: {len(rows)} gradings recorded; scored points: {scored}")
 PY
       rm -rf "$W/cheat_report"; pack ;;
-    profile) OUT="$W/profile" run profile 120 python3 scripts/profile_kernel.py; cat "$W/profile/profile_summary.txt" 2>/dev/null ;;
-    diagnose_hf) run diagnose_hf 240 python3 scripts/diagnose_hf_gpu.py --out "$W/diagnose_hf" ${DIAGNOSE_HF_ARGS:-}; tail -8 "$W/diagnose_hf.txt" 2>/dev/null ;;
+    profile) run profile 120 python3 scripts/profiling_experiments.py --out "$W/profile" --sections profilers --budget 600; tail -6 "$W/profile.txt" ;;
+    diagnose_hf)
+      run diagnose 60 python3 scripts/profiling_experiments.py --out "$W/diagnose_hf" --sections diagnose --budget 600; tail -2 "$W/diagnose.txt"
+      run diagnose_hf 180 python3 scripts/llama_block_bench.py --out "$W/diagnose_hf" --sections hf ${DIAGNOSE_HF_ARGS:-}; tail -4 "$W/diagnose_hf.txt" ;;
     *) echo "unknown stage $stage: the stages are tune grade stubs bench stability batch cheats profile diagnose_hf bonus"; exit 2 ;;
   esac
 done

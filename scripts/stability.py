@@ -19,20 +19,19 @@ each speed case's measure, threshold, margin and points.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import statistics
 import sys
 from pathlib import Path
 
 import torch
-import triton
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from autograder.grade import Selection, grade_assignment  # noqa: E402
 from autograder.specs import SLUGS  # noqa: E402
+from course.results import markdown_table, run_meta  # noqa: E402
 
 
 def summarize(runs: list[dict], target: float, zero_at: float, points: float) -> dict:
@@ -65,11 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("slugs", nargs="*", metavar="SLUG", help=f"assignments (default: all of {', '.join(SLUGS)})")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--reps", type=int, default=50, help="timed calls per speed case and run (the grader's default)")
+    parser.add_argument(
+        "--reps", type=int, default=50, help="timed calls per speed case and run (the grader's default)"
+    )
     parser.add_argument("--source", default="solutions", help="folder holding SLUG/kernels.py (default solutions)")
     parser.add_argument("--out", type=Path, help="JSON to write (default results/<gpu>/stability.json)")
-    parser.add_argument("--margins", type=Path, nargs="+", metavar="GRADE_JSON",
-                        help="time nothing: write the margin table of these grade JSONs to --out (markdown)")
+    parser.add_argument(
+        "--margins",
+        type=Path,
+        nargs="+",
+        metavar="GRADE_JSON",
+        help="time nothing: write the margin table of these grade JSONs to --out (markdown)",
+    )
     args = parser.parse_args(argv)
     if args.margins:
         table = margins(args.margins)
@@ -92,17 +98,35 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, dict] = {}
     for run in range(args.runs):
         for slug in slugs:
-            result = grade_assignment(slug, REPO_ROOT / args.source / slug / "kernels.py", "cuda", reps=args.reps,
-                                      selection=selection, progress=lambda s: print(f"  run {run + 1}: {s}", flush=True))  # fmt: skip
+            result = grade_assignment(
+                slug,
+                REPO_ROOT / args.source / slug / "kernels.py",
+                "cuda",
+                reps=args.reps,
+                selection=selection,
+                progress=lambda s: print(f"  run {run + 1}: {s}", flush=True),
+            )
             for c in result.cases:
                 if c.kind != "speed":
                     continue
                 key = f"{slug} · {c.task} · {c.name}"
-                record = {"run": run + 1, "status": c.status, "score": c.score, "message": c.message,
-                          **{k: c.extra.get(k, float("nan")) for k in ("ms", "baseline_ms", "speedup", "value", "spread", "baseline_spread", "reps")}}  # fmt: skip
+                record = {
+                    "run": run + 1,
+                    "status": c.status,
+                    "score": c.score,
+                    "message": c.message,
+                    **{
+                        k: c.extra.get(k, float("nan"))
+                        for k in ("ms", "baseline_ms", "speedup", "value", "spread", "baseline_spread", "reps")
+                    },
+                }
                 per_case.setdefault(key, []).append(record)
-                meta[key] = {"target": c.extra.get("target", float("nan")), "points": c.max_score,
-                             "zero_at": c.extra.get("zero_at", float("nan")), "measure": c.extra.get("measure", "")}  # fmt: skip
+                meta[key] = {
+                    "target": c.extra.get("target", float("nan")),
+                    "points": c.max_score,
+                    "zero_at": c.extra.get("zero_at", float("nan")),
+                    "measure": c.extra.get("measure", ""),
+                }
                 print(f"run {run + 1} {key}: {c.status} {c.score:.2f}/{c.max_score:g} {c.message}", flush=True)
     summary = {}
     for key, runs in per_case.items():
@@ -110,14 +134,19 @@ def main(argv: list[str] | None = None) -> int:
         if timed:
             summary[key] = summarize(timed, meta[key]["target"], meta[key]["zero_at"], meta[key]["points"])
         else:
-            summary[key] = {"runs": 0, "statuses": sorted({r["status"] for r in runs}), "messages": [r["message"] for r in runs]}
+            summary[key] = {
+                "runs": 0,
+                "statuses": sorted({r["status"] for r in runs}),
+                "messages": [r["message"] for r in runs],
+            }
     report = {
-        "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "runs": args.runs, "reps": args.reps, "source": args.source,
-        "command": "python scripts/stability.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "summary": summary, "per_run": per_case,
-    }  # fmt: skip
+        "meta": run_meta("python scripts/stability.py " + " ".join(argv if argv is not None else sys.argv[1:])),
+        "runs": args.runs,
+        "reps": args.reps,
+        "source": args.source,
+        "summary": summary,
+        "per_run": per_case,
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     table = markdown(report)
@@ -133,52 +162,49 @@ def _shown(value: float, measure: str) -> str:
 
 def margins(grade_jsons: list[Path]) -> str:
     """A markdown table of every speed case in these grade JSONs: time, measure, threshold, margin, points."""
-    lines = ["| speed case | us | measure | full points at | margin | ratio to baseline (information) | points | timed calls | spread |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    header = ""
+    rows, header = [], ""
     for path in grade_jsons:
         data = json.loads(path.read_text())
-        header = header or data.get("output", "").splitlines()[0] if data.get("output") else header
+        header = header or (data.get("output") or "\n").splitlines()[0]
         for t in data["tests"]:
             e = t.get("extra_data") or {}
-            if "measure" not in e:
-                continue
-            lines.append(f"| {t['name']} | {e['ms'] * 1e3:,.1f} | {_shown(e['value'], e['measure'])} | {_shown(e['target'], e['measure'])} | "
-                         f"{100 * e['margin']:+.0f}% | {e['speedup']:.2f}x {e['baseline']} | {t['score']:g}/{t['max_score']:g} | "
-                         f"{e.get('reps', '')} | {100 * e.get('spread', float('nan')):.1f}% |")  # fmt: skip
-    intro = ["# Speed rubric margins", "", header, "",
-             "margin: the measure over its full-points threshold, minus one (positive: full points with that much to spare).",
-             "Memory-bound cases are measured in the copy bandwidth of the same run, compute-bound ones against the library.", ""]  # fmt: skip
-    return "\n".join(intro + lines) + "\n"
+            if "measure" in e:
+                rows.append([t["name"], f"{e['ms'] * 1e3:,.1f}", _shown(e["value"], e["measure"]), _shown(e["target"], e["measure"]),
+                             f"{100 * e['margin']:+.0f}%", f"{e['speedup']:.2f}x {e['baseline']}", f"{t['score']:g}/{t['max_score']:g}",
+                             e.get("reps", ""), f"{100 * e.get('spread', float('nan')):.1f}%"])  # fmt: skip
+    return "\n".join(["# Speed rubric margins", "", header, "",
+                      "margin: the measure over its full-points threshold, minus one (positive: full points with that much to spare).",
+                      "Memory-bound cases are measured in the copy bandwidth of the same run, compute-bound ones against the library.", "",
+                      *markdown_table(["speed case", "us", "measure", "full points at", "margin", "ratio to baseline (information)",
+                                       "points", "timed calls", "spread"], rows)]) + "\n"  # fmt: skip
 
 
 def markdown(report: dict) -> str:
-    lines = [
-        f"# Speed points over {report['runs']} gradings ({report['gpu']}, torch {report['torch']}, "
-        f"triton {report['triton']}, {report['date']})",
-        "",
-        "| speed case | median us | run-to-run | within a run (IQR) | measure min..max | full points at | margin | points per run |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
+    rows = []
     for key, s in report["summary"].items():
         if not s["runs"]:
-            lines.append(f"| {key} | - | - | - | - | - | - | not timed: {', '.join(s['statuses'])} |")
+            rows.append([key, *"------", f"not timed: {', '.join(s['statuses'])}"])
             continue
-        scores = ", ".join(f"{x:.2f}" for x in s["scores"])
-        lines.append(
-            f"| {key} | {s['median_ms'] * 1e3:,.1f} | {100 * s['ms_run_to_run']:.1f}% | {100 * s['ms_within_run_iqr']:.1f}% | "
-            f"{s['speedup_min']:.3g}..{s['speedup_max']:.3g} | {s['target']:g} | "
-            f"{100 * s['margin_to_full_points']:+.0f}% | {scores}{'' if s['same_points_every_run'] else ' (differ)'} |"
+        rows.append(
+            [
+                key,
+                f"{s['median_ms'] * 1e3:,.1f}",
+                f"{100 * s['ms_run_to_run']:.1f}%",
+                f"{100 * s['ms_within_run_iqr']:.1f}%",
+                f"{s['speedup_min']:.3g}..{s['speedup_max']:.3g}",
+                f"{s['target']:g}",
+                f"{100 * s['margin_to_full_points']:+.0f}%",
+                ", ".join(f"{x:.2f}" for x in s["scores"]) + ("" if s["same_points_every_run"] else " (differ)"),
+            ]
         )
-    lines += [
-        "",
-        "run-to-run: (slowest - fastest) / median of the runs' medians. within a run: the widest interquartile",
-        "range over the median among the runs. measure: the fraction of copy bandwidth (memory-bound cases) or the",
-        "ratio to the library (compute-bound ones). margin: the slowest run's measure over the full-points threshold,",
-        "minus one (positive: every run earns full points with that much to spare).",
-        "",
-    ]
-    return "\n".join(lines)
+    m = report["meta"]
+    return "\n".join([f"# Speed points over {report['runs']} gradings ({m['gpu']}, torch {m['torch']}, triton {m['triton']}, {m['date']})", "",
+                      *markdown_table(["speed case", "median us", "run-to-run", "within a run (IQR)", "measure min..max", "full points at",
+                                       "margin", "points per run"], rows), "",
+                      "run-to-run: (slowest - fastest) / median of the runs' medians. within a run: the widest interquartile",
+                      "range over the median among the runs. measure: the fraction of copy bandwidth (memory-bound cases) or the",
+                      "ratio to the library (compute-bound ones). margin: the slowest run's measure over the full-points threshold,",
+                      "minus one (positive: every run earns full points with that much to spare).", ""])  # fmt: skip
 
 
 if __name__ == "__main__":
