@@ -166,6 +166,9 @@ def _spawned_main(target: str, conn: Any, lifeline: Any, *args: Any) -> None:
     _targets()[target](conn, lifeline, *args)
 
 
+_SPAWN_LOCK = threading.Lock()
+
+
 class Child:
     """A child of the grader: its channel, its lifeline, how to learn its return code, how to end it."""
 
@@ -191,17 +194,18 @@ class Child:
                 os.close(status_w)
         if not self.pid:
             ctx = mp.get_context("spawn")
-            env_before = os.environ.get("TRITON_INTERPRET")
-            if interpret:
-                os.environ["TRITON_INTERPRET"] = "1"  # must be in the environment before the child imports triton
-            try:
-                self._process = ctx.Process(target=_spawned_main, args=(target, child, life_r, *args), daemon=True)
-                self._process.start()
-            finally:
-                if env_before is None:
-                    os.environ.pop("TRITON_INTERPRET", None)
-                else:
-                    os.environ["TRITON_INTERPRET"] = env_before
+            with _SPAWN_LOCK:  # gradings on other threads must not see (or undo) this change of the environment
+                env_before = os.environ.get("TRITON_INTERPRET")
+                if interpret:
+                    os.environ["TRITON_INTERPRET"] = "1"  # must be in the environment before the child imports triton
+                try:
+                    self._process = ctx.Process(target=_spawned_main, args=(target, child, life_r, *args), daemon=True)
+                    self._process.start()
+                finally:
+                    if env_before is None:
+                        os.environ.pop("TRITON_INTERPRET", None)
+                    else:
+                        os.environ["TRITON_INTERPRET"] = env_before
             self.pid = self._process.pid
         child.close()  # the child holds its ends now: the grader keeps only its own
         life_r.close()
@@ -285,11 +289,14 @@ class _Process:
         self.log = Path(tempfile.mkstemp(prefix=f"autograder-{slug}-{self.target}-", suffix=".log")[1])
         self.child: Child | None = None
         self.pending: str | None = None  # id of a request sent and not yet answered
+        self.closed = False  # set by cleanup(): no child starts again (a grading stopped by Ctrl-C stays stopped)
 
     def args(self) -> list:
         raise NotImplementedError
 
     def _start_child(self) -> None:
+        if self.closed:
+            raise WorkerLost("The grading was stopped, so this case was not run.")
         self.child = Child(self.target, self.args(), interpret=self.device == "cpu")
 
     def alive(self) -> bool:
@@ -367,6 +374,7 @@ class _Process:
         return "\n".join(kept[-lines:])
 
     def cleanup(self) -> None:
+        self.closed = True
         self.stop()
         self.log.unlink(missing_ok=True)
 

@@ -43,11 +43,11 @@ for stage in $STAGES; do
       python3 -m autograder release > "$W/release.txt" 2>&1
       mkdir -p "$W/tables"; for s in $SLUGS; do for d in solutions assignments; do mkdir -p "$W/tables/$d/$s"; cp "$d/$s/configs.json" "$W/tables/$d/$s/"; done; done
       pack ;;
-    grade)
-      for s in $SLUGS; do
-        run "grade_$s" 60 python3 -m autograder grade "$s" --solutions --device cuda --skip-doctor --json "$W/grade_${s}_gpu_tier.json" ${GRADE_ARGS:-}
-        grep -E "^Total" "$W/grade_$s.txt" 2>/dev/null
-      done
+    grade)  # every assignment in one command: correctness side by side, then the speed cases one at a time
+      t0=$(date +%s)
+      run grade_all 60 python3 -m autograder grade $SLUGS --solutions --device cuda --skip-doctor --json "$W/grade_{slug}_gpu_tier.json" ${GRADE_ARGS:-}
+      echo "whole-course grading: $(( $(date +%s) - t0 )) s" | tee "$W/grade_seconds.txt"
+      grep -E "^Total|^Graded in" "$W/grade_all.txt" 2>/dev/null
       # each speed case's measure, threshold, margin and points, for results/<gpu>/rubric_margins.md
       python3 scripts/stability.py --margins "$W"/grade_*_gpu_tier.json --out "$W/rubric_margins.md" > /dev/null ;;
     stubs) run stubs 60 python3 -m autograder grade $SLUGS --device cuda --skip-doctor --max-cases 1; grep -E "^Total" "$W/stubs.txt" 2>/dev/null ;;

@@ -1,0 +1,86 @@
+"""Grade several assignments at once: their correctness phases side by side, then their speed cases one at
+a time with nothing else running.
+
+Each assignment keeps its own worker and replayer, its own seeds and its own time limits
+(autograder/grade.py AssignmentGrading), so a submission that hangs or crashes costs its own assignment
+what it costs alone, and nothing else. The correctness phases run on threads of this process: the
+children are still forked by the one zygote (autograder/runner.py), and this process spends its time
+waiting on them or in PyTorch (the references), which releases the GIL. The speed phase starts only once
+every correctness phase has ended, and times one assignment after the other in course order, so that a
+timing shares the GPU with nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.grade import AssignmentGrading, AssignmentResult, Progress, Selection
+
+# Cores one assignment keeps busy while its correctness runs: its worker runs case i + 1 while its replayer
+# replays case i, and this process computes the references. More assignments than cores / 2 at once only
+# makes them wait for each other.
+CORES_PER_ASSIGNMENT = 2
+
+
+def default_jobs(assignments: int, cores: int | None = None) -> int:
+    """How many assignments' correctness phases run at once: one per CORES_PER_ASSIGNMENT cores, at least one."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(assignments, cores // CORES_PER_ASSIGNMENT))
+
+
+@dataclass
+class Phases:
+    """Wall time of a grading, for the report's last line."""
+
+    correctness_s: float = 0.0
+    speed_s: float = 0.0
+    per_speed_s: dict[str, float] = field(default_factory=dict)
+
+
+def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None = None, seed: int | None = None,
+                      timeout: float | None = None, reps: int = 50,
+                      progress: Callable[[str], Progress] = lambda slug: lambda s: None,
+                      selection: Selection | None = None, on_result: Callable[[AssignmentResult], None] = lambda r: None,
+                      phases: Phases | None = None) -> list[AssignmentResult]:  # fmt: skip
+    """Grade `files` (slug -> kernels.py), results in the order of `files`; `on_result` is called with each, in that
+    order, as soon as it and those before it are done. `progress(slug)` gives each assignment's progress callback."""
+    jobs = jobs or default_jobs(len(files))
+    phases = phases if phases is not None else Phases()
+    gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection)
+                for slug, path in files.items()]  # fmt: skip
+    results: list[AssignmentResult] = []
+    start = time.perf_counter()
+    # The pool's threads live until the speed phase has ended: a child started without the zygote dies with the
+    # thread that started it (autograder/lifecycle.py), and the replayers started here time the speed cases.
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade")
+    try:
+        futures: list[Future] = [pool.submit(g.correctness) for g in gradings]
+        if not any(g.timed for g in gradings):  # nothing waits for a quiet GPU: each assignment is done when its correctness is
+            for grading, future in zip(gradings, futures):
+                future.result()
+                results.append(grading.close())
+                on_result(results[-1])
+            phases.correctness_s = time.perf_counter() - start
+            return results
+        for future in futures:
+            future.result()
+        phases.correctness_s = time.perf_counter() - start
+        for grading in gradings:
+            t0 = time.perf_counter()
+            grading.speed()
+            phases.per_speed_s[grading.spec.slug] = time.perf_counter() - t0
+            results.append(grading.close())
+            on_result(results[-1])
+        phases.speed_s = time.perf_counter() - start - phases.correctness_s
+        return results
+    finally:
+        # Normally every grading is closed by now. After Ctrl-C or an error, closing ends every child at once, and
+        # the threads still grading find their children gone (and not restarted): they end within a case.
+        for grading in gradings:
+            grading.close()
+        pool.shutdown(wait=True, cancel_futures=True)
