@@ -46,12 +46,12 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
                       timeout: float | None = None, reps: int = 50,
                       progress: Callable[[str], Progress] = lambda slug: lambda s: None,
                       selection: Selection | None = None, on_result: Callable[[AssignmentResult], None] = lambda r: None,
-                      phases: Phases | None = None) -> list[AssignmentResult]:  # fmt: skip
+                      phases: Phases | None = None, import_timeout: float | None = None) -> list[AssignmentResult]:  # fmt: skip
     """Grade `files` (slug -> kernels.py), results in the order of `files`; `on_result` is called with each, in that
     order, as soon as it and those before it are done. `progress(slug)` gives each assignment's progress callback."""
     jobs = jobs or default_jobs(len(files))
     phases = phases if phases is not None else Phases()
-    gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection)
+    gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection, import_timeout)
                 for slug, path in files.items()]  # fmt: skip
     results: list[AssignmentResult] = []
     start = time.perf_counter()
@@ -78,9 +78,13 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
             on_result(results[-1])
         phases.speed_s = time.perf_counter() - start - phases.correctness_s
         return results
+    except BaseException:
+        # Ctrl-C or an error: every child ends now, none starts again, so the threads still grading fail each of
+        # their remaining cases at once and end; then each grading is closed by this thread alone.
+        for grading in gradings:
+            grading.abort()
+        raise
     finally:
-        # Normally every grading is closed by now. After Ctrl-C or an error, closing ends every child at once, and
-        # the threads still grading find their children gone (and not restarted): they end within a case.
+        pool.shutdown(wait=True, cancel_futures=True)
         for grading in gradings:
             grading.close()
-        pool.shutdown(wait=True, cancel_futures=True)

@@ -678,6 +678,12 @@ class AssignmentGrading:
             _time_speed(self.spec, recorded, self.replayer, self.device, self.reps, self.limits)
         self.recorded.clear()
 
+    def abort(self) -> None:
+        """From another thread than the one grading (Ctrl-C): end both children now, and start none again."""
+        for child in (self.worker, self.replayer):
+            if child is not None:
+                child.abort()
+
     def close(self) -> AssignmentResult:
         """End the child processes (for good) and return the result."""
         for child in (self.worker, self.replayer):

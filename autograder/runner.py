@@ -249,15 +249,22 @@ class Child:
     def kill(self) -> None:
         """End the child and every process it started."""
         if self._code is None and self.returncode(0.0) is None:
-            group = self.group()
-            for kill, target in ((os.killpg, group), (os.kill, self.pid)):
-                if target:
-                    try:
-                        kill(target, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError, OSError):
-                        pass
+            self.send_kill()
             self.returncode(5.0)
         self.close()
+
+    def send_kill(self) -> None:
+        """SIGKILL the child's process group and the child, touching nothing else of this object: safe from a
+        thread other than the one using the child, which then finds its channel closed."""
+        if self._code is not None:
+            return
+        group = self.group()
+        for kill, target in ((os.killpg, group), (os.kill, self.pid)):
+            if target:
+                try:
+                    kill(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
 
     def close(self) -> None:
         for end in (self.conn, self._lifeline):
@@ -310,7 +317,8 @@ class _Process:
         return request_id
 
     def receive(self, timeout: float, doing: str, request_id: str) -> dict:
-        assert self.child is not None
+        if self.child is None:
+            raise WorkerLost(f"{self.who} was stopped while {doing}.")
         conn = self.child.conn
         self.pending = None
         if conn.poll(timeout):
@@ -372,6 +380,15 @@ class _Process:
             return ""
         kept = [ln for ln in text.splitlines() if ln.strip() and "Warning" not in ln and "warn(" not in ln]
         return "\n".join(kept[-lines:])
+
+    def abort(self) -> None:
+        """From another thread than the one grading with this process (Ctrl-C): end the child at once and start no
+        other; that thread's request fails, and so do its next ones, at once. cleanup() comes after, from it or
+        once it has ended."""
+        self.closed = True
+        child = self.child
+        if child is not None:
+            child.send_kill()
 
     def cleanup(self) -> None:
         self.closed = True

@@ -26,8 +26,9 @@ def test_concurrent_grading_gives_the_serial_statuses_and_points(tmp_path: Path)
     files = {"rmsnorm": REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py",  # correct
              "rope": SUBMISSIONS / "rope" / "wrong_sin_sign.py",  # wrong
              "swiglu": hung}  # never ends  # fmt: skip
-    selection = Selection(max_cases=2)
-    kwargs = {"seed": SEED, "timeout": 20.0, "selection": selection}
+    # One part each, two cases: the hung one costs its time limit once per grading, whatever the others do.
+    selection = Selection(tasks={"rmsnorm.forward", "rope.forward", "swiglu.forward"}, max_cases=2)
+    kwargs = {"seed": SEED, "timeout": 10.0, "import_timeout": 120.0, "selection": selection}
     serial = concurrent.grade_assignments(files, "cpu", jobs=1, **kwargs)
     at_once = concurrent.grade_assignments(files, "cpu", jobs=3, **kwargs)
     assert _outcome(at_once) == _outcome(serial)
