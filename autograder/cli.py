@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--json", type=Path, metavar="FILE", help="also write Gradescope's results.json here; a FILE "
                    "naming {slug} gets one file per assignment")
     g.add_argument("--jobs", type=int, metavar="N", help="assignments whose correctness cases run at once (default: one "
-                   "per two CPU cores); speed cases are timed afterwards, one at a time")
+                   "per CPU core); speed cases are timed afterwards, one at a time")
     g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
     g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU); after a "
                    "case runs out of time the rest of its part is not run, and later cases get a quarter of it")

@@ -40,9 +40,9 @@ def test_concurrent_grading_gives_the_serial_statuses_and_points(tmp_path: Path)
     assert any(c.status == "timeout" for c in by_slug["swiglu"].cases), [(c.name, c.status) for c in by_slug["swiglu"].cases]
 
 
-def test_default_jobs_is_one_assignment_per_two_cores_and_never_more_than_there_are() -> None:
+def test_default_jobs_is_one_assignment_per_core_and_never_more_than_there_are() -> None:
     assert concurrent.default_jobs(8, cores=16) == 8
-    assert concurrent.default_jobs(8, cores=2) == 1
+    assert concurrent.default_jobs(8, cores=2) == 2
     assert concurrent.default_jobs(3, cores=64) == 3
     assert concurrent.default_jobs(1, cores=16) == 1
     assert concurrent.default_jobs(8, cores=1) == 1
