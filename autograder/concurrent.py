@@ -41,6 +41,7 @@ class Phases:
     correctness_s: float = 0.0
     speed_s: float = 0.0
     per_speed_s: dict[str, float] = field(default_factory=dict)
+    per_correctness_s: dict[str, float] = field(default_factory=dict)
 
 
 def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None = None, seed: int | None = None,
@@ -60,7 +61,12 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
     # thread that started it (autograder/lifecycle.py), and the replayers started here time the speed cases.
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="grade")
     try:
-        futures: list[Future] = [pool.submit(g.correctness) for g in gradings]
+        def correctness(grading: AssignmentGrading) -> None:
+            t0 = time.perf_counter()
+            grading.correctness()
+            phases.per_correctness_s[grading.spec.slug] = time.perf_counter() - t0
+
+        futures: list[Future] = [pool.submit(correctness, g) for g in gradings]
         if not any(g.timed for g in gradings):  # nothing waits for a quiet GPU: each assignment is done when its correctness is
             for grading, future in zip(gradings, futures):
                 future.result()

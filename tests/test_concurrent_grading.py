@@ -4,6 +4,9 @@ has ended, one assignment at a time, in course order."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -97,3 +100,18 @@ def test_speed_is_timed_only_after_every_correctness_phase_one_assignment_at_a_t
     assert not overlaps, log
     assert reported == [r.slug for r in results] == list(slow)
     assert all(c.status == "passed" for r in results for c in r.cases)
+
+
+def test_a_json_path_naming_slug_gets_one_results_file_per_assignment(tmp_path: Path) -> None:
+    """As scripts/gpu_run.sh writes grade_<slug>_gpu_tier.json from one command (no kernels.py: nothing starts)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "rmsnorm", "rope", "--submission", str(tmp_path), "--device", "cpu",
+         "--skip-doctor", "--json", str(tmp_path / "grade_{slug}.json")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for slug in ("rmsnorm", "rope"):
+        written = json.loads((tmp_path / f"grade_{slug}.json").read_text())
+        assert written["tests"] and all(t["name"].startswith(f"{slug} · ") for t in written["tests"]), written
+        assert all(t["score"] == 0 for t in written["tests"])
+    assert "Graded in" in proc.stderr
