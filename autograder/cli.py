@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--json", type=Path, metavar="FILE", help="also write Gradescope's results.json here; a FILE "
                    "naming {slug} gets one file per assignment")
     g.add_argument("--jobs", type=int, metavar="N", help="assignments whose correctness cases run at once (default: one "
-                   "per CPU core); speed cases are timed afterwards, one at a time")
+                   "per CPU core, as many as the GPU's memory holds); speed cases are timed afterwards, one at a time")
     g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
     g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU); after a "
                    "case runs out of time the rest of its part is not run, and later cases get a quarter of it")
@@ -155,7 +155,7 @@ def hints_used(files: dict[str, Path]) -> dict[str, list[int]]:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.concurrent import Phases, default_jobs, grade_assignments
+    from autograder.concurrent import Phases, grade_assignments, jobs_for
     from autograder.doctor import resolve_device, run_doctor
     from autograder.grade import AssignmentResult
     from autograder.hints import describe, used
@@ -191,9 +191,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     phases = Phases()
     start = time.perf_counter()
+    jobs = args.jobs or jobs_for(list(files), device)
     try:
         with err.status("grading") if err.is_terminal else contextlib.nullcontext() as status:
-            results = grade_assignments(files, device, args.jobs, args.seed, args.timeout, args.reps, progress, selection,
+            results = grade_assignments(files, device, jobs, args.seed, args.timeout, args.reps, progress, selection,
                                         done, phases)  # fmt: skip
     except KeyboardInterrupt:
         err.print("Grading stopped: no grade was written.")
@@ -205,7 +206,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     each = ", ".join(f"{slug} {s:.0f}" for slug, s in phases.per_speed_s.items())
     speed = f", speed {phases.speed_s:.1f} s: {each}" if phases.per_speed_s else ""
     err.print(f"Graded in {time.perf_counter() - start:.1f} s (correctness {phases.correctness_s:.1f} s{speed}; "
-              f"{min(args.jobs or default_jobs(len(files)), len(files))} at once).", highlight=False)  # fmt: skip
+              f"{min(jobs, len(files))} at once).", highlight=False)  # fmt: skip
     if args.json and "{slug}" in str(args.json):
         for result in results:
             path = Path(str(args.json).replace("{slug}", result.slug))

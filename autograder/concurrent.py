@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grade import AssignmentGrading, AssignmentResult, Progress, Selection
+from autograder.grade import WARMUP_INPUTS, AssignmentGrading, AssignmentResult, Progress, Selection
 
 # Cores per assignment graded at once. One assignment leaves cores idle (its worker waits while this process
 # judges, its replayer waits for tapes), so one per core pays: every solution on the CPU tier, on 2 shared cores
@@ -27,11 +27,41 @@ from autograder.grade import AssignmentGrading, AssignmentResult, Progress, Sele
 CORES_PER_ASSIGNMENT = 1
 
 
-def default_jobs(assignments: int, cores: int | None = None) -> int:
+# GPU memory one assignment may hold while its correctness phase runs, beyond its speed cases' tensors: the CUDA
+# contexts of its worker and its replayer. A budget, not a measurement: scripts/gpu_run.sh's grade stage records
+# the whole course's peak (grade_gpu_peak_mib.txt) to check it against.
+CONTEXTS_BYTES = 1 << 30
+# Input sets of a speed case alive at once in the worker that records it: the warm-up's and the recorded call's.
+RECORDED_INPUT_SETS = WARMUP_INPUTS + 1
+
+
+def default_jobs(assignments: int, cores: int | None = None, gpu_free: int | None = None, gpu_need: int = 0) -> int:
     """How many assignments' correctness phases run at once: one per CORES_PER_ASSIGNMENT cores, at least one, at
-    most one per assignment."""
+    most one per assignment; on a GPU, no more than its free memory holds at `gpu_need` bytes each."""
     cores = cores or os.cpu_count() or 1
-    return max(1, min(assignments, cores // CORES_PER_ASSIGNMENT))
+    jobs = min(assignments, cores // CORES_PER_ASSIGNMENT)
+    if gpu_free is not None and gpu_need > 0:
+        jobs = min(jobs, gpu_free // gpu_need)
+    return max(1, jobs)
+
+
+def gpu_need(slugs: list[str]) -> int:
+    """Bytes of GPU memory one of these assignments may hold in its correctness phase, at most: its largest speed
+    case recorded (RECORDED_INPUT_SETS input sets and an output) beside its untimed replay, and two CUDA contexts."""
+    from autograder.specs import load_spec
+
+    largest = max((sc.bytes_moved(sc.params) for slug in slugs for sc in load_spec(slug).speed), default=0)
+    return CONTEXTS_BYTES + (RECORDED_INPUT_SETS + 1) * largest
+
+
+def jobs_for(slugs: list[str], device_name: str) -> int:
+    """The default of `grade --jobs` for these assignments on this device."""
+    if device_name != "cuda":
+        return default_jobs(len(slugs))
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    return default_jobs(len(slugs), gpu_free=free, gpu_need=gpu_need(slugs))
 
 
 @dataclass
@@ -51,7 +81,7 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
                       phases: Phases | None = None, import_timeout: float | None = None) -> list[AssignmentResult]:  # fmt: skip
     """Grade `files` (slug -> kernels.py), results in the order of `files`; `on_result` is called with each, in that
     order, as soon as it and those before it are done. `progress(slug)` gives each assignment's progress callback."""
-    jobs = jobs or default_jobs(len(files))
+    jobs = jobs or jobs_for(list(files), device_name)
     phases = phases if phases is not None else Phases()
     gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection, import_timeout)
                 for slug, path in files.items()]  # fmt: skip

@@ -51,6 +51,14 @@ def test_default_jobs_is_one_assignment_per_core_and_never_more_than_there_are()
     assert concurrent.default_jobs(8, cores=1) == 1
 
 
+def test_on_a_gpu_no_more_assignments_run_at_once_than_its_free_memory_holds() -> None:
+    need = concurrent.gpu_need(["fusion", "rmsnorm"])  # fusion's largest speed case moves 1 GiB
+    assert need > concurrent.gpu_need(["rmsnorm"]) > concurrent.CONTEXTS_BYTES
+    assert concurrent.default_jobs(8, cores=16, gpu_free=80 << 30, gpu_need=need) == 8
+    assert concurrent.default_jobs(8, cores=16, gpu_free=3 * need + 1, gpu_need=need) == 3
+    assert concurrent.default_jobs(8, cores=16, gpu_free=need // 2, gpu_need=need) == 1
+
+
 @pytest.mark.parametrize("jobs", [1, 3])
 def test_speed_is_timed_only_after_every_correctness_phase_one_assignment_at_a_time(
         jobs: int, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
