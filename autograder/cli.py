@@ -210,7 +210,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.json and "{slug}" in str(args.json):
         for result in results:
             path = Path(str(args.json).replace("{slug}", result.slug))
-            write_json(path, [result], grading_header(device, [result.slug]), hints_used({result.slug: files[result.slug]}))
+            hints = hints_used({result.slug: files[result.slug]})
+            write_json(path, [result], grading_header(device, [result.slug]), hints)
             console.print(f"Wrote {path}.")
     elif args.json:
         write_json(args.json, results, header, hints_used(files))

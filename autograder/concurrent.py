@@ -77,14 +77,15 @@ class Phases:
 def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None = None, seed: int | None = None,
                       timeout: float | None = None, reps: int = 50,
                       progress: Callable[[str], Progress] = lambda slug: lambda s: None,
-                      selection: Selection | None = None, on_result: Callable[[AssignmentResult], None] = lambda r: None,
-                      phases: Phases | None = None, import_timeout: float | None = None) -> list[AssignmentResult]:  # fmt: skip
+                      selection: Selection | None = None,
+                      on_result: Callable[[AssignmentResult], None] = lambda r: None,
+                      phases: Phases | None = None, import_timeout: float | None = None) -> list[AssignmentResult]:
     """Grade `files` (slug -> kernels.py), results in the order of `files`; `on_result` is called with each, in that
     order, as soon as it and those before it are done. `progress(slug)` gives each assignment's progress callback."""
     jobs = jobs or jobs_for(list(files), device_name)
     phases = phases if phases is not None else Phases()
-    gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection, import_timeout)
-                for slug, path in files.items()]  # fmt: skip
+    gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection,
+                                  import_timeout) for slug, path in files.items()]  # fmt: skip
     results: list[AssignmentResult] = []
     start = time.perf_counter()
     # The pool's threads live until the speed phase has ended: a child started without the zygote dies with the
@@ -97,7 +98,7 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
             phases.per_correctness_s[grading.spec.slug] = time.perf_counter() - t0
 
         futures: list[Future] = [pool.submit(correctness, g) for g in gradings]
-        if not any(g.timed for g in gradings):  # nothing waits for a quiet GPU: each assignment is done when its correctness is
+        if not any(g.timed for g in gradings):  # no timing waits for a quiet GPU: each is done with its correctness
             for grading, future in zip(gradings, futures):
                 future.result()
                 results.append(grading.close())

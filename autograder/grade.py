@@ -646,7 +646,8 @@ class AssignmentGrading:
             result.cases += [CaseResult(part.task, c.name, "not_gradeable", 0.0, 0.0, why, bonus=part.bonus)
                              for c in graded if (why := not_gradeable(self.gpu, c.params.get("dtype", "")))]  # fmt: skip
         if not self.timed and self.tier == "cpu":
-            result.note = "Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about GPU speed."
+            result.note = ("Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about "
+                           "GPU speed.")
         for index in self.selection.speed_cases(spec):
             sc = spec.speed[index]
             why = not_gradeable(self.gpu, sc.params.get("dtype", ""))
@@ -654,7 +655,8 @@ class AssignmentGrading:
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
                                                bonus=sc.bonus))  # fmt: skip
             elif why:
-                result.cases.append(CaseResult(sc.task, sc.name, "not_gradeable", 0.0, 0.0, why, kind="speed", bonus=sc.bonus))
+                result.cases.append(CaseResult(sc.task, sc.name, "not_gradeable", 0.0, 0.0, why, kind="speed",
+                                               bonus=sc.bonus))  # fmt: skip
             elif sc.task not in passed_tasks:
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
                                                f"not timed: every correctness case of {sc.task} must pass first",
@@ -698,7 +700,8 @@ class AssignmentGrading:
 def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
                      timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
                      selection: Selection | None = None, import_timeout: float | None = None) -> AssignmentResult:
-    grading = AssignmentGrading(slug, kernels_file, device_name, seed, timeout, reps, progress, selection, import_timeout)
+    grading = AssignmentGrading(slug, kernels_file, device_name, seed, timeout, reps, progress, selection,
+                                import_timeout)
     try:
         grading.correctness()
         grading.speed()
