@@ -305,6 +305,9 @@ class _Process:
         if self.closed:
             raise WorkerLost("The grading was stopped, so this case was not run.")
         self.child = Child(self.target, self.args(), interpret=self.device == "cpu")
+        if self.closed:  # stopped (abort, from another thread) while this child started
+            self.kill()
+            raise WorkerLost("The grading was stopped, so this case was not run.")
 
     def alive(self) -> bool:
         return self.child is not None and self.child.alive()
