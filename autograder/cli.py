@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -30,7 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--submission", type=Path, help="a folder shaped like assignments/ (SLUG/kernels.py), or one kernels.py")
     src.add_argument("--solutions", action="store_true", help="grade the reference solutions in solutions/")
     g.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="cpu: interpreter tier; cuda: GPU tier (default: cuda if there is a GPU)")
-    g.add_argument("--json", type=Path, metavar="FILE", help="also write Gradescope's results.json here")
+    g.add_argument("--json", type=Path, metavar="FILE", help="also write Gradescope's results.json here; a FILE "
+                   "naming {slug} gets one file per assignment")
+    g.add_argument("--jobs", type=int, metavar="N", help="assignments whose correctness cases run at once (default: one "
+                   "per CPU core, as many as the GPU's memory holds); speed cases are timed afterwards, one at a time")
     g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
     g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU); after a "
                    "case runs out of time the rest of its part is not run, and later cases get a quarter of it")
@@ -149,8 +155,9 @@ def hints_used(files: dict[str, Path]) -> dict[str, list[int]]:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    from autograder.concurrent import Phases, grade_assignments, jobs_for
     from autograder.doctor import resolve_device, run_doctor
-    from autograder.grade import grade_assignment
+    from autograder.grade import AssignmentResult
     from autograder.hints import describe, used
     from autograder.report import grading_header, print_result, write_json
 
@@ -173,22 +180,40 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     selection = Selection(max_cases=args.max_cases)
     console.print(f"Grading {', '.join(files)} on the {where}.\n{header}\n", highlight=False)
-    results = []
-    for slug, path in files.items():
-        if err.is_terminal:
-            with err.status(f"grading {slug}") as status:
-                result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: status.update(s), selection)
-        else:
-            result = grade_assignment(slug, path, device, args.seed, args.timeout, args.reps, lambda s: err.print(s, highlight=False), selection)
+
+    def progress(slug: str) -> Callable[[str], None]:
+        return status.update if status is not None else lambda s: err.print(s, highlight=False)
+
+    def done(result: AssignmentResult) -> None:
         print_result(console, result, args.verbose)
-        if note := describe(used(path.parent)):
+        if note := describe(used(files[result.slug].parent)):
             console.print(note + "\n")
-        results.append(result)
+
+    phases = Phases()
+    start = time.perf_counter()
+    jobs = args.jobs or jobs_for(list(files), device)
+    try:
+        with err.status("grading") if err.is_terminal else contextlib.nullcontext() as status:
+            results = grade_assignments(files, device, jobs, args.seed, args.timeout, args.reps, progress, selection,
+                                        done, phases)  # fmt: skip
+    except KeyboardInterrupt:
+        err.print("Grading stopped: no grade was written.")
+        return 130
     total = sum(r.score(False) for r in results)
     most = sum(r.max_score(False) for r in results)
     bonus = sum(r.score(True) for r in results)
     console.print(f"[bold]Total: {total:.1f}/{most:.1f} points, bonus {bonus:.1f}.[/bold]")
-    if args.json:
+    each = ", ".join(f"{slug} {s:.0f}" for slug, s in phases.per_speed_s.items())
+    speed = f", speed {phases.speed_s:.1f} s: {each}" if phases.per_speed_s else ""
+    err.print(f"Graded in {time.perf_counter() - start:.1f} s (correctness {phases.correctness_s:.1f} s{speed}; "
+              f"{min(jobs, len(files))} at once).", highlight=False)  # fmt: skip
+    if args.json and "{slug}" in str(args.json):
+        for result in results:
+            path = Path(str(args.json).replace("{slug}", result.slug))
+            hints = hints_used({result.slug: files[result.slug]})
+            write_json(path, [result], grading_header(device, [result.slug]), hints)
+            console.print(f"Wrote {path}.")
+    elif args.json:
         write_json(args.json, results, header, hints_used(files))
         console.print(f"Wrote {args.json}.")
     return 0

@@ -445,17 +445,29 @@ def speed_verdict(sc: SpeedCase, params: Params, times: dict[str, list[float]], 
     return score, status, message, extra
 
 
-def _speed(spec: Assignment, index: int, worker: Worker, replayer: Replayer, device: torch.device, seeds: Seeds,
-           reps: int, limits: Limits, selection: Selection) -> CaseResult:
-    """The worker records one call of the speed case (after warm-up calls); the replayer times that call's
-    tape against the baseline, every timed call on new inputs the worker never saw; the outputs of some
-    timed calls are checked here. No code of the submission runs while anything is timed."""
+@dataclass
+class _Recorded:
+    """A speed case whose call the worker recorded: what the replayer needs to time it."""
+
+    result: CaseResult
+    index: int
+    params: dict
+    fixed_seed: int | None
+    tape: Any
+    prepared: dict
+
+
+def _record_speed(spec: Assignment, index: int, worker: Worker, replayer: Replayer, device: torch.device, seeds: Seeds,
+                  limits: Limits, selection: Selection) -> CaseResult | _Recorded:
+    """The worker records one call of the speed case (after warm-up calls), and the replayer replays that call
+    once, untimed, so that its kernels are compiled before the timing: a `_Recorded` ready to be timed, or the
+    case's result when the recorded call cannot be timed. Nothing here is timed, so it may run beside other
+    assignments' work."""
     sc = spec.speed[index]
     params = {**sc.params, **(selection.speed_params or {})}
     result = CaseResult(sc.task, Case(params, "gpu").name, "failed", 0.0, sc.points, kind="speed",
                         bonus=sc.bonus)
     part = spec.part(sc.task)
-    cpu = device.type != "cuda"
     fixed_seed = seeds.next() if part.setup_reads else None  # the weights a setup step prepares, the same in every call
     record = {"op": "record", "index": index, "task": sc.task, "params": params, "fixed_seed": fixed_seed,
               "seeds": [seeds.next() for _ in range(WARMUP_INPUTS + 1)]}  # warm-up calls, then the recorded one
@@ -480,11 +492,40 @@ def _speed(spec: Assignment, index: int, worker: Worker, replayer: Replayer, dev
         if problem:
             result.message = "In the call recorded for timing: " + problem
             return result
+        recorded = _Recorded(result, index, params, fixed_seed, tape, _load_outputs(reply.get("prepared") or {}))
+        # The replay's verdict is the timing's to give: a replay that fails here fails there, on other inputs.
+        replayer.collect(replayer.submit({**_tape_request(recorded, sc.task), "op": "warm", "seed": Seeds.secret()}),
+                         limits.current, f"compiling the kernels of {result.name} for timing")  # fmt: skip
+    except WorkerLost as lost:
+        result.status, result.message = "error", str(lost)
+        if str(lost).startswith("Timed out"):
+            limits.hung = limits.hung or result.name
+        return result
+    except _UNREADABLE as exc:
+        result.status, result.message = "error", _unreadable(exc)
+        return result
+    return recorded
+
+
+def _tape_request(recorded: _Recorded, task: str) -> dict:
+    return {"index": recorded.index, "task": task, "params": recorded.params, "tape": recorded.tape,
+            "fixed_seed": recorded.fixed_seed, "prepared": recorded.prepared}  # fmt: skip
+
+
+def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, device: torch.device, reps: int,
+                limits: Limits) -> CaseResult:
+    """The replayer times the recorded call's tape against the baseline, every timed call on new inputs the
+    worker never saw; the outputs of some timed calls are checked here. No code of the submission runs while
+    anything is timed."""
+    result, params, fixed_seed = recorded.result, recorded.params, recorded.fixed_seed
+    sc = spec.speed[recorded.index]
+    part = spec.part(sc.task)
+    cpu = device.type != "cuda"
+    try:
         rep_seeds = [Seeds.secret() for _ in range(reps)]  # one new input set per timed call, never shown to the worker
         always = min(MIN_REPS, reps)  # timed calls that run however settled the times are
         checked = sorted(secrets.SystemRandom().sample(range(always), min(CHECKED_TIMED_CALLS, always)))
-        request = {"op": "time", "index": index, "task": sc.task, "params": params, "tape": tape, "fixed_seed": fixed_seed,
-                   "prepared": _load_outputs(reply.get("prepared") or {}), "seeds": rep_seeds, "keep": checked,
+        request = {**_tape_request(recorded, sc.task), "op": "time", "seeds": rep_seeds, "keep": checked,
                    "warmup_seeds": [Seeds.secret() for _ in range(WARMUP_INPUTS)],
                    "warmup_calls": 2 if cpu else 10, "warmup_ms": 0.0 if cpu else 100.0,
                    "min_reps": always, "settled_spread": 0.0 if cpu else SETTLED_SPREAD}  # fmt: skip
@@ -544,70 +585,126 @@ def grading_device(device: torch.device) -> Device:
     return cuda_device(device.index if device.index is not None else torch.cuda.current_device())
 
 
-def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
-                     timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
-                     selection: Selection | None = None, import_timeout: float | None = None) -> AssignmentResult:
-    spec = load_spec(slug)
-    selection = selection or Selection()
-    tier = "gpu" if device_name == "cuda" else "cpu"
-    device = torch.device(device_name)
-    limits = Limits(timeout or (120.0 if tier == "cpu" else 180.0))
-    seeds = Seeds(seed)
-    result = AssignmentResult(slug, spec.title, tier, [])
-    graded = {part.task: selection.cases(part, tier) for part in spec.parts}
-    gpu = grading_device(device)
-    timed = selection.speed if selection.speed is not None else tier == "gpu"
-    if not kernels_file.exists():
-        message = f"There is no {kernels_file}: copy the starter code from assignments/{slug}/kernels.py."
-        for part in spec.parts:
-            for case in graded[part.task]:
-                result.cases.append(CaseResult(part.task, case.name, "error", 0.0, _points(part, tier), message, bonus=part.bonus))
-        return result
-    # The replayer reads the kernels from this text, read before any code of the submission runs.
-    source = kernels_file.read_text(errors="replace")
-    worker = Worker(slug, kernels_file, device_name, import_timeout=import_timeout or limits.timeout)
-    replayer = Replayer(slug, kernels_file, source, device_name)
-    try:
+class AssignmentGrading:
+    """One assignment of one submission, graded in two phases with a worker and a replayer of its own.
+
+    `correctness()` runs every correctness case, then records each speed case's call and compiles its replay:
+    nothing in it is timed, so it may run beside other assignments' (autograder/concurrent.py). `speed()` times
+    the recorded calls, and must run with nothing else on the GPU. `close()` ends both child processes; after
+    it, neither starts again (a grading stopped by Ctrl-C does not restart its children)."""
+
+    def __init__(self, slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
+                 timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
+                 selection: Selection | None = None, import_timeout: float | None = None) -> None:  # fmt: skip
+        self.spec = spec = load_spec(slug)
+        self.selection = selection = selection or Selection()
+        self.tier = tier = "gpu" if device_name == "cuda" else "cpu"
+        self.device = torch.device(device_name)
+        self.limits = Limits(timeout or (120.0 if tier == "cpu" else 180.0))
+        self.seeds = Seeds(seed)
+        self.reps = reps
+        self.progress = progress
+        self.result = AssignmentResult(slug, spec.title, tier, [])
+        self.graded = {part.task: selection.cases(part, tier) for part in spec.parts}
+        self.gpu = grading_device(self.device)
+        self.timed = selection.speed if selection.speed is not None else tier == "gpu"
+        self.recorded: dict[int, _Recorded] = {}  # speed cases recorded and ready to be timed, by index
+        self.worker: Worker | None = None
+        self.replayer: Replayer | None = None
+        if not kernels_file.exists():
+            message = f"There is no {kernels_file}: copy the starter code from assignments/{slug}/kernels.py."
+            for part in spec.parts:
+                for case in self.graded[part.task]:
+                    self.result.cases.append(CaseResult(part.task, case.name, "error", 0.0, _points(part, tier), message,
+                                                        bonus=part.bonus))  # fmt: skip
+            return
+        # The replayer reads the kernels from this text, read before any code of the submission runs.
+        source = kernels_file.read_text(errors="replace")
+        self.worker = Worker(slug, kernels_file, device_name, import_timeout=import_timeout or self.limits.timeout)
+        self.replayer = Replayer(slug, kernels_file, source, device_name)
+
+    def correctness(self) -> None:
+        """Every correctness case in spec order; then, when speed is graded, each speed case recorded and compiled."""
+        spec, worker, replayer, result = self.spec, self.worker, self.replayer, self.result
+        if worker is None or replayer is None:
+            return
         try:
             worker.start()
         except WorkerLost as lost:
             worker.import_error = f"kernels.py could not be imported. {lost}"
             if str(lost).startswith("Timed out"):
-                limits.hung = "importing kernels.py"
+                self.limits.hung = "importing kernels.py"
         passed_tasks = set()
         for part in spec.parts:
-            runnable = [c for c in graded[part.task] if not not_gradeable(gpu, c.params.get("dtype", ""))]
-            cases = _correctness(spec, part, runnable, tier, worker, replayer, device, seeds, limits, progress)
+            graded = self.graded[part.task]
+            runnable = [c for c in graded if not not_gradeable(self.gpu, c.params.get("dtype", ""))]
+            cases = _correctness(spec, part, runnable, self.tier, worker, replayer, self.device, self.seeds, self.limits,
+                                 self.progress)  # fmt: skip
             result.cases += cases
             if cases and all(c.status == "passed" for c in cases):
                 passed_tasks.add(part.task)
             result.cases += [CaseResult(part.task, c.name, "not_gradeable", 0.0, 0.0, why, bonus=part.bonus)
-                             for c in graded[part.task] if (why := not_gradeable(gpu, c.params.get("dtype", "")))]  # fmt: skip
-        speed_cases = selection.speed_cases(spec)
-        if not timed:
-            if tier == "cpu":
-                result.note = "Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about GPU speed."
-            for index in speed_cases:
-                sc = spec.speed[index]
+                             for c in graded if (why := not_gradeable(self.gpu, c.params.get("dtype", "")))]  # fmt: skip
+        if not self.timed and self.tier == "cpu":
+            result.note = ("Speed was not graded: there is no GPU here, and the CPU interpreter says nothing about "
+                           "GPU speed.")
+        for index in self.selection.speed_cases(spec):
+            sc = spec.speed[index]
+            why = not_gradeable(self.gpu, sc.params.get("dtype", ""))
+            if not self.timed:
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
                                                bonus=sc.bonus))  # fmt: skip
-        else:
-            for index in speed_cases:
-                sc = spec.speed[index]
-                progress(f"{slug} · {sc.task} · timing {sc.name}")
-                why = not_gradeable(gpu, sc.params.get("dtype", ""))
-                if why:
-                    result.cases.append(CaseResult(sc.task, sc.name, "not_gradeable", 0.0, 0.0, why, kind="speed", bonus=sc.bonus))
-                elif sc.task not in passed_tasks:
-                    result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
-                                                   f"not timed: every correctness case of {sc.task} must pass first",
-                                                   kind="speed", bonus=sc.bonus))  # fmt: skip
-                else:
-                    result.cases.append(_speed(spec, index, worker, replayer, device, seeds, reps, limits, selection))
+            elif why:
+                result.cases.append(CaseResult(sc.task, sc.name, "not_gradeable", 0.0, 0.0, why, kind="speed",
+                                               bonus=sc.bonus))  # fmt: skip
+            elif sc.task not in passed_tasks:
+                result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, sc.points,
+                                               f"not timed: every correctness case of {sc.task} must pass first",
+                                               kind="speed", bonus=sc.bonus))  # fmt: skip
+            else:
+                self.progress(f"{spec.slug} · {sc.task} · recording {sc.name}")
+                recorded = _record_speed(spec, index, worker, replayer, self.device, self.seeds, self.limits,
+                                         self.selection)  # fmt: skip
+                if isinstance(recorded, _Recorded):
+                    self.recorded[index] = recorded
+                    recorded = recorded.result  # its place in the report; filled in when it is timed
+                result.cases.append(recorded)
+        worker.cleanup()  # every call of the submission has run: the speed phase replays and times tapes only
+
+    def speed(self) -> None:
+        """Time every recorded speed case, in spec order: alone on the GPU (nothing else of this grader runs)."""
+        if self.replayer is None:
+            return
+        for index, recorded in self.recorded.items():
+            self.progress(f"{self.spec.slug} · {recorded.result.task} · timing {recorded.result.name}")
+            _time_speed(self.spec, recorded, self.replayer, self.device, self.reps, self.limits)
+        self.recorded.clear()
+
+    def abort(self) -> None:
+        """From another thread than the one grading (Ctrl-C): end both children now, and start none again."""
+        for child in (self.worker, self.replayer):
+            if child is not None:
+                child.abort()
+
+    def close(self) -> AssignmentResult:
+        """End the child processes (for good) and return the result."""
+        for child in (self.worker, self.replayer):
+            if child is not None:
+                child.cleanup()
+        lacking = sorted({c.message for c in self.result.cases if c.status == "not_gradeable"})
+        if lacking and "Some cases were " not in self.result.note:
+            self.result.note = " ".join(filter(None, [self.result.note, "Some cases were " + lacking[0]]))
+        return self.result
+
+
+def grade_assignment(slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
+                     timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
+                     selection: Selection | None = None, import_timeout: float | None = None) -> AssignmentResult:
+    grading = AssignmentGrading(slug, kernels_file, device_name, seed, timeout, reps, progress, selection,
+                                import_timeout)
+    try:
+        grading.correctness()
+        grading.speed()
     finally:
-        worker.cleanup()
-        replayer.cleanup()
-    lacking = sorted({c.message for c in result.cases if c.status == "not_gradeable"})
-    if lacking:
-        result.note = " ".join(filter(None, [result.note, "Some cases were " + lacking[0]]))
+        result = grading.close()
     return result

@@ -97,16 +97,20 @@ def find_submission(folder: Path, slugs: list[str]) -> dict[str, Path]:
 
 def run_autograder(root: Path, slugs: list[str]) -> int:
     """Grade root/submission on the CPU tier and write root/results/results.json."""
-    from autograder.grade import AssignmentResult, CaseResult, grade_assignment
+    from autograder.concurrent import grade_assignments
+    from autograder.grade import AssignmentResult, CaseResult
     from autograder.report import write_json
     from autograder.specs import load_spec
 
     results_path = root / "results" / "results.json"
     files = find_submission(root / "submission", slugs)
+    found = [slug for slug in slugs if slug in files]
+    graded = dict(zip(found, grade_assignments({slug: files[slug] for slug in found}, "cpu",
+                                               progress=lambda slug: lambda s: print(s, flush=True))))  # fmt: skip
     results = []
     for slug in slugs:
-        if slug in files:
-            results.append(grade_assignment(slug, files[slug], "cpu", progress=lambda s: print(s, flush=True)))
+        if slug in graded:
+            results.append(graded[slug])
             continue
         spec = load_spec(slug)
         missing = AssignmentResult(slug, spec.title, "cpu", [])

@@ -9,6 +9,9 @@ interpreter a launch runs only after that exact specialization compiled for a GP
 
 Requests (from the grader only):
 - "case": replay a correctness call's tape on the inputs of a new seed; reply with the outputs.
+- "warm": replay a speed case's tape and run its baseline once each, on new inputs, untimed, so that the
+  kernels are compiled before "time" runs (the grader sends it while other work may share the GPU); the
+  reply says only that it ended: the timing judges the replay.
 - "time": time a recorded call's tape against the baseline, exactly as autograder/timing.py times
   anything (new inputs every call, made outside the timed region; L2 flushed; CUDA events; a
   device-wide synchronize), keeping the outputs of the calls the grader asked for.
@@ -86,6 +89,28 @@ class _Replayer:
             torch.use_deterministic_algorithms(False)
             torch.utils.deterministic.fill_uninitialized_memory = False
         return {"status": "ok", "outputs": {k: v for k, v in outputs.items() if type(v) is torch.Tensor}}
+
+    def warm(self, request: dict) -> dict:
+        """Run the tape and the baseline once each: their compilations then lie outside the timing."""
+        torch = self.torch
+        if self.problem:
+            return {"status": "refused", "message": self.problem}
+        sc = self.spec.speed[request["index"]]
+        part = self.spec.part(request["task"])
+        params = request["params"]
+        try:
+            inputs = part.inputs(params, request["seed"], self.device, request.get("fixed_seed"))
+            if sc.baseline_setup is not None:
+                inputs.update(sc.baseline_setup(inputs, params))
+            inputs.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
+            replay = self.replay(request["tape"])
+            replay.run(replay.bind(inputs))
+            (sc.baseline or self.spec.baseline)(inputs, params)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001  (the timing meets the same failure, and reports it)
+            return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
+        return {"status": "ok"}
 
     def time(self, request: dict) -> dict:
         """Time the tape (as "submission") and the baseline, interleaved, each call on new inputs."""
@@ -225,6 +250,8 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
             return
         if request.get("op") == "case":
             reply = replayer.case(request)
+        elif request.get("op") == "warm":
+            reply = replayer.warm(request)
         elif request.get("op") == "time":
             reply = replayer.time(request)
         else:

@@ -166,6 +166,9 @@ def _spawned_main(target: str, conn: Any, lifeline: Any, *args: Any) -> None:
     _targets()[target](conn, lifeline, *args)
 
 
+_SPAWN_LOCK = threading.Lock()
+
+
 class Child:
     """A child of the grader: its channel, its lifeline, how to learn its return code, how to end it."""
 
@@ -191,17 +194,18 @@ class Child:
                 os.close(status_w)
         if not self.pid:
             ctx = mp.get_context("spawn")
-            env_before = os.environ.get("TRITON_INTERPRET")
-            if interpret:
-                os.environ["TRITON_INTERPRET"] = "1"  # must be in the environment before the child imports triton
-            try:
-                self._process = ctx.Process(target=_spawned_main, args=(target, child, life_r, *args), daemon=True)
-                self._process.start()
-            finally:
-                if env_before is None:
-                    os.environ.pop("TRITON_INTERPRET", None)
-                else:
-                    os.environ["TRITON_INTERPRET"] = env_before
+            with _SPAWN_LOCK:  # gradings on other threads must not see (or undo) this change of the environment
+                env_before = os.environ.get("TRITON_INTERPRET")
+                if interpret:
+                    os.environ["TRITON_INTERPRET"] = "1"  # must be in the environment before the child imports triton
+                try:
+                    self._process = ctx.Process(target=_spawned_main, args=(target, child, life_r, *args), daemon=True)
+                    self._process.start()
+                finally:
+                    if env_before is None:
+                        os.environ.pop("TRITON_INTERPRET", None)
+                    else:
+                        os.environ["TRITON_INTERPRET"] = env_before
             self.pid = self._process.pid
         child.close()  # the child holds its ends now: the grader keeps only its own
         life_r.close()
@@ -245,15 +249,22 @@ class Child:
     def kill(self) -> None:
         """End the child and every process it started."""
         if self._code is None and self.returncode(0.0) is None:
-            group = self.group()
-            for kill, target in ((os.killpg, group), (os.kill, self.pid)):
-                if target:
-                    try:
-                        kill(target, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError, OSError):
-                        pass
+            self.send_kill()
             self.returncode(5.0)
         self.close()
+
+    def send_kill(self) -> None:
+        """SIGKILL the child's process group and the child, touching nothing else of this object: safe from a
+        thread other than the one using the child, which then finds its channel closed."""
+        if self._code is not None:
+            return
+        group = self.group()
+        for kill, target in ((os.killpg, group), (os.kill, self.pid)):
+            if target:
+                try:
+                    kill(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
 
     def close(self) -> None:
         for end in (self.conn, self._lifeline):
@@ -285,12 +296,18 @@ class _Process:
         self.log = Path(tempfile.mkstemp(prefix=f"autograder-{slug}-{self.target}-", suffix=".log")[1])
         self.child: Child | None = None
         self.pending: str | None = None  # id of a request sent and not yet answered
+        self.closed = False  # set by cleanup(): no child starts again (a grading stopped by Ctrl-C stays stopped)
 
     def args(self) -> list:
         raise NotImplementedError
 
     def _start_child(self) -> None:
+        if self.closed:
+            raise WorkerLost("The grading was stopped, so this case was not run.")
         self.child = Child(self.target, self.args(), interpret=self.device == "cpu")
+        if self.closed:  # stopped (abort, from another thread) while this child started
+            self.kill()
+            raise WorkerLost("The grading was stopped, so this case was not run.")
 
     def alive(self) -> bool:
         return self.child is not None and self.child.alive()
@@ -303,7 +320,8 @@ class _Process:
         return request_id
 
     def receive(self, timeout: float, doing: str, request_id: str) -> dict:
-        assert self.child is not None
+        if self.child is None:
+            raise WorkerLost(f"{self.who} was stopped while {doing}.")
         conn = self.child.conn
         self.pending = None
         if conn.poll(timeout):
@@ -366,7 +384,17 @@ class _Process:
         kept = [ln for ln in text.splitlines() if ln.strip() and "Warning" not in ln and "warn(" not in ln]
         return "\n".join(kept[-lines:])
 
+    def abort(self) -> None:
+        """From another thread than the one grading with this process (Ctrl-C): end the child at once and start no
+        other; that thread's request fails, and so do its next ones, at once. cleanup() comes after, from it or
+        once it has ended."""
+        self.closed = True
+        child = self.child
+        if child is not None:
+            child.send_kill()
+
     def cleanup(self) -> None:
+        self.closed = True
         self.stop()
         self.log.unlink(missing_ok=True)
 

@@ -41,11 +41,15 @@ for stage in $STAGES; do
       python3 -m autograder release > "$W/release.txt" 2>&1
       mkdir -p "$W/tables"; for s in $SLUGS; do for d in solutions assignments; do mkdir -p "$W/tables/$d/$s"; cp "$d/$s/configs.json" "$W/tables/$d/$s/"; done; done
       pack ;;
-    grade)
-      for s in $SLUGS; do
-        run "grade_$s" 60 python3 -m autograder grade "$s" --solutions --device cuda --skip-doctor --json "$W/grade_${s}_gpu_tier.json" ${GRADE_ARGS:-}
-        grep -E "^Total" "$W/grade_$s.txt" 2>/dev/null
-      done
+    grade)  # every assignment in one command: correctness side by side, then the speed cases one at a time
+      # the GPU memory the assignments graded at once held at their peak (autograder/concurrent.py budgets it)
+      ( peak=0; while sleep 0.5; do m=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+        if [ "${m:-0}" -gt "$peak" ] 2>/dev/null; then peak=$m; echo "$peak MiB" > "$W/grade_gpu_peak_mib.txt"; fi; done ) & sampler=$!
+      t0=$(date +%s)
+      run grade_all 60 python3 -m autograder grade $SLUGS --solutions --device cuda --skip-doctor --json "$W/grade_{slug}_gpu_tier.json" ${GRADE_ARGS:-}
+      echo "whole-course grading: $(( $(date +%s) - t0 )) s; peak GPU memory $(cat "$W/grade_gpu_peak_mib.txt" 2>/dev/null)" | tee "$W/grade_seconds.txt"
+      kill "$sampler" 2>/dev/null
+      grep -E "^Total|^Graded in" "$W/grade_all.txt" 2>/dev/null
       # each speed case's measure, threshold, margin and points, for results/<gpu>/rubric_margins.md
       python3 scripts/stability.py --margins "$W"/grade_*_gpu_tier.json --out "$W/rubric_margins.md" > /dev/null ;;
     stubs) run stubs 60 python3 -m autograder grade $SLUGS --device cuda --skip-doctor --max-cases 1; grep -E "^Total" "$W/stubs.txt" 2>/dev/null ;;

@@ -1,6 +1,7 @@
 """No child of the grader outlives it: a grader killed with SIGKILL while a submission loops forever
 leaves no process behind, neither its worker (nor anything in the worker's process group), nor the
-replayer, nor the zygote that forked them; with the zygote and without it."""
+replayer, nor the zygote that forked them; with the zygote and without it; for one assignment and for
+several graded at once, which Ctrl-C stops as well."""
 
 from __future__ import annotations
 
@@ -56,40 +57,59 @@ def _alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
-@pytest.mark.parametrize("zygote", [True, False], ids=["zygote", "spawn"])
-def test_killing_the_grader_leaves_no_process_behind(zygote: bool, tmp_path: Path) -> None:
-    solution = (REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py").read_text()
-    kernels = tmp_path / "kernels.py"
-    kernels.write_text(solution + "\n\ndef rmsnorm(x, weight, eps=1e-6):\n    while True:\n        pass\n")
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT raises KeyboardInterrupt in the grader, as at a terminal (a shell starts background jobs ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+LOOPING = {"rmsnorm": "def rmsnorm(x, weight, eps=1e-6):", "rope": "def rope(x, cos, sin):"}
+
+
+def _looping_workers(grader: subprocess.Popen, count: int) -> list[int]:
+    """The descendants of the grader that lead their own process group and burn CPU: workers in the loop."""
+    found: list[int] = []
+    deadline = time.monotonic() + 240
+    while len(found) < count and time.monotonic() < deadline:
+        for pid in _descendants(grader.pid) - set(found):
+            fields = _stat(pid)
+            if fields and int(fields[2]) == pid:
+                before = _cpu_ticks(pid)
+                time.sleep(2.0)
+                if _cpu_ticks(pid) - before > 20:  # the idle replayer uses none; a busy machine gives the loop little
+                    found.append(pid)
+        time.sleep(0.5)
+    return found
+
+
+@pytest.mark.parametrize(("zygote", "slugs", "sig"), [(True, ["rmsnorm"], signal.SIGKILL), (False, ["rmsnorm"], signal.SIGKILL),
+                                                      (True, ["rmsnorm", "rope"], signal.SIGKILL),
+                                                      (True, ["rmsnorm", "rope"], signal.SIGINT)],
+                         ids=["zygote", "spawn", "zygote-concurrent", "zygote-concurrent-ctrl-c"])  # fmt: skip
+def test_stopping_the_grader_leaves_no_process_behind(zygote: bool, slugs: list[str], sig: int, tmp_path: Path) -> None:
+    """SIGKILL (nothing of the grader runs after it), or Ctrl-C (the grader stops every assignment graded at once)."""
+    for slug in slugs:
+        solution = (REPO_ROOT / "solutions" / slug / "kernels.py").read_text()
+        (tmp_path / slug).mkdir()
+        (tmp_path / slug / "kernels.py").write_text(solution + f"\n\n{LOOPING[slug]}\n    while True:\n        pass\n")
     env = {**os.environ, "AUTOGRADER_NO_ZYGOTE": "0" if zygote else "1"}
     grader = subprocess.Popen(
-        [sys.executable, "-m", "autograder", "grade", "rmsnorm", "--submission", str(kernels), "--device", "cpu",
-         "--skip-doctor", "--timeout", "600"],
+        [sys.executable, "-m", "autograder", "grade", *slugs, "--submission", str(tmp_path), "--device", "cpu",
+         "--skip-doctor", "--timeout", "600", "--jobs", str(len(slugs))],
         cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )  # fmt: skip
     try:
-        # The grader reports "case 1/..." once the worker has imported kernels.py and is sent the first case.
+        # The grader reports "case 1/..." once a worker has imported kernels.py and is sent the first case.
         assert grader.stderr is not None
         for line in grader.stderr:
             if "case 1/" in line:
                 break
-        # Then wait until some descendant leads its own process group and burns CPU: the worker, in the loop.
-        worker, deadline = 0, time.monotonic() + 240
-        while not worker and time.monotonic() < deadline:
-            for pid in _descendants(grader.pid):
-                fields = _stat(pid)
-                if fields and int(fields[2]) == pid:
-                    before = _cpu_ticks(pid)
-                    time.sleep(2.0)
-                    if _cpu_ticks(pid) - before > 20:  # the idle replayer uses none; a busy machine gives the loop little
-                        worker = pid
-                        break
-            time.sleep(0.5)
-        assert worker, "the worker never started looping"
+        # Then wait until every worker leads its own process group and burns CPU, in its loop.
+        assert len(_looping_workers(grader, len(slugs))) == len(slugs), "the workers never all started looping"
         family = _descendants(grader.pid)
         groups = {int(f[2]) for f in map(_stat, family) if f}
-        grader.send_signal(signal.SIGKILL)
-        grader.wait(10)
+        grader.send_signal(sig)
+        grader.wait(20)  # Ctrl-C: the grader ends its children and returns within seconds, not a time limit
         left: set[int] = set()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -98,7 +118,7 @@ def test_killing_the_grader_leaves_no_process_behind(zygote: bool, tmp_path: Pat
             if not left:
                 break
             time.sleep(0.2)
-        assert not left, f"still running after the grader was killed: {sorted(left)}"
+        assert not left, f"still running after the grader was stopped: {sorted(left)}"
     finally:
         if grader.poll() is None:
             grader.kill()
