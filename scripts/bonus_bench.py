@@ -1,7 +1,7 @@
 """Check and time the bonus parts of issue 21 on a GPU: rmsnorm_linear against the unfused paths, and decode
-attention over a quantized KV cache against the course's bf16 decode and SDPA.
+attention over a quantized KV cache (INT8, INT4 KIVI) against the course's bf16 decode and SDPA.
 
-    python scripts/bonus_bench.py --out OUT [--sections linear,kv_quant] [--smoke]
+    python scripts/bonus_bench.py --out OUT [--sections linear,kv_quant,kv_int4] [--smoke]
 
 Writes OUT/bonus_bench.json and prints one table per section. Every variant is checked against the float64
 reference with the grader's tolerance before it is timed; times are medians of the grader's timer
@@ -169,9 +169,55 @@ def bench_kv_quant(device: torch.device, smoke: bool, reps: int) -> list[dict[st
     return out
 
 
+# --------------------------------------------------------------------------------------------------
+# Decode over the INT4 KIVI cache (course/kivi.py), the same way: against the course's bf16 decode and SDPA.
+# --------------------------------------------------------------------------------------------------
+
+
+def bench_kv_int4(device: torch.device, smoke: bool, reps: int) -> list[dict[str, Any]]:
+    from autograder.specs import flash_attention as spec
+
+    kernels = load_kernels("flash_attention", "solutions")
+    batch, heads_q, heads_kv, head_dim = (1, 4, 2, 32) if smoke else (8, 32, 8, 128)
+    out = []
+    for seq_k in [64, 300] if smoke else [4096, 16384, 65536]:
+        params = {"shape": [batch, heads_q, 1, head_dim], "kv_heads": heads_kv, "seq_k": seq_k, "causal": False,
+                  "dtype": "float32" if smoke else "bfloat16", "group_size": spec.KV_INT4_GROUP}  # fmt: skip
+        dense = spec.make_forward_inputs(params, generator(SEED, device), device)
+        q, k, v = dense["q"], dense["k"], dense["v"]
+        cache = kernels.quantize_kv_int4(k, v, spec.KV_INT4_GROUP)
+        named = {"q": q, **dict(zip(spec.KV_INT4_NAMES[1:], cache))}
+        few = slice(0, CHECKED)  # as in bench_kv_quant: the float64 references on the first sequences only
+        o_int4 = kernels.flash_decode_int4(q, *cache, spec.KV_INT4_GROUP)
+        verdict = compare("o", o_int4[few], spec.reference_kv_int4({n: t[few] for n, t in named.items()}, params)["o"],
+                          spec.TOLERANCES[params["dtype"]])  # fmt: skip
+        exact = spec.reference_forward({n: t[few] for n, t in dense.items()}, params)["o"]
+        error = ((o_int4[few].double() - exact).abs().max() / exact.abs().mean()).item()
+        us = _time({"int4 fused": lambda: kernels.flash_decode_int4(q, *cache, spec.KV_INT4_GROUP),
+                    "course bf16 decode": lambda: kernels.flash_attention(q, k, v),
+                    "SDPA bf16": lambda: spec.sdpa_baseline(dense, params)}, device, reps)  # fmt: skip
+        nbytes = sum(t.nbytes for t in cache)
+        out.append({"B": batch, "Hq": heads_q, "Hkv": heads_kv, "Sk": seq_k, "D": head_dim, "dtype": params["dtype"],
+                    "group_size": spec.KV_INT4_GROUP, "check": verdict.ok, "max_error_of_tolerance": round(verdict.max_error, 4),
+                    "cache_mb": round(nbytes / 2**20, 2), "memory_ratio": round(nbytes / (k.nbytes + v.nbytes), 4),
+                    "error_vs_unquantized": error, "us": {n: round(t, 2) for n, t in us.items()},
+                    "int4_vs_course_bf16": round(us["course bf16 decode"] / us["int4 fused"], 3),
+                    "int4_vs_sdpa": round(us["SDPA bf16"] / us["int4 fused"], 3),
+                    "int4_cache_gbps": round(nbytes / us["int4 fused"] / 1e3, 1)})  # fmt: skip
+    print("\ndecode over an INT4 KIVI cache: microseconds; ratios > 1 mean the INT4 kernel is faster")
+    print(f"{'Sk':>6} {'ok':>3} {'int4':>8} {'bf16':>8} {'SDPA':>8} {'vs bf16':>7} {'vs SDPA':>7} {'memory':>7} {'err int4':>9} {'GB/s':>6}")
+    for r in out:
+        u = r["us"]
+        print(f"{r['Sk']:>6} {'y' if r['check'] else 'NO':>3} {u['int4 fused']:>8.1f} {u['course bf16 decode']:>8.1f} "
+              f"{u['SDPA bf16']:>8.1f} {r['int4_vs_course_bf16']:>7.2f} {r['int4_vs_sdpa']:>7.2f} "
+              f"{r['memory_ratio']:>6.3f}x {r['error_vs_unquantized']:>9.2e} {r['int4_cache_gbps']:>6.0f}")  # fmt: skip
+    return out
+
+
 SECTIONS: dict[str, Callable[[torch.device, bool, int], list[dict[str, Any]]]] = {
     "linear": bench_linear,
     "kv_quant": bench_kv_quant,
+    "kv_int4": bench_kv_int4,
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from course.kivi import quantize_kivi
 from course.loader import load_kernels
 from course.ops import base_namespace
 from conftest import REPO_ROOT, SEED
@@ -26,10 +27,21 @@ def _int4_weights(n: int, k: int) -> torch.Tensor:
     return torch.randint(0, 256, (n, k // 2), dtype=torch.uint8)
 
 
+def _int8_cache(batch: int, heads: int, seqlen: int, head_dim: int) -> tuple[torch.Tensor, ...]:
+    codes = lambda: torch.randint(-127, 128, (batch, heads, seqlen, head_dim), dtype=torch.int8)  # noqa: E731
+    return codes(), torch.rand(batch, heads, seqlen), codes(), torch.rand(batch, heads, seqlen)
+
+
+def _kivi_cache(batch: int, heads: int, seqlen: int, head_dim: int, group_size: int) -> tuple[torch.Tensor, ...]:
+    cache = quantize_kivi(_randn(batch, heads, seqlen, head_dim), _randn(batch, heads, seqlen, head_dim), group_size)
+    return tuple(cache.values())
+
+
 # (slug, op attribute, a function that draws the op's arguments)
 CASES: list[tuple[str, str, Callable[[], tuple]]] = [
     ("rmsnorm", "rmsnorm_forward_op", lambda: (_randn(3, 37), _randn(37), 1e-6, True)),
     ("rmsnorm", "rmsnorm_forward_op", lambda: (_randn(2, 3, 37), _randn(37), 1e-5, False)),
+    ("rmsnorm", "rmsnorm_linear_op", lambda: (_randn(3, 37), _randn(37), _randn(5, 37), 1e-6)),
     ("rope", "rope_forward_op", lambda: (_randn(1, 2, 5, 8), _randn(5, 4), _randn(5, 4))),
     ("rope", "rope_backward_op", lambda: (_randn(1, 2, 5, 8), _randn(5, 4), _randn(5, 4))),
     ("swiglu", "swiglu_forward_op", lambda: (_randn(3, 33), _randn(3, 33))),
@@ -40,6 +52,9 @@ CASES: list[tuple[str, str, Callable[[], tuple]]] = [
     ("tiling", "matmul_op", lambda: (_randn(7, 19), _randn(19, 5))),
     ("flash_attention", "attention_forward_op", lambda: (_randn(1, 2, 9, 16), _randn(1, 1, 9, 16), _randn(1, 1, 9, 16), True, 0.25, True)),
     ("flash_attention", "attention_decode_op", lambda: (_randn(2, 4, 1, 16), _randn(2, 2, 11, 16), _randn(2, 2, 11, 16), 0.25)),
+    ("flash_attention", "kv_quantize_int8_op", lambda: (_randn(1, 2, 7, 16),)),
+    ("flash_attention", "attention_decode_int8_op", lambda: (_randn(2, 4, 1, 16), *_int8_cache(2, 2, 11, 16), 0.25)),
+    ("flash_attention", "attention_decode_int4_op", lambda: (_randn(2, 4, 1, 16), *_kivi_cache(2, 2, 11, 16, 16), 16, 0.25)),
     ("quant_matmul", "w8a16_op", lambda: (_randn(3, 64), torch.randint(-128, 128, (5, 64), dtype=torch.int8), _randn(5))),
     ("quant_matmul", "w4a16_op", lambda: (_randn(3, 64), _int4_weights(5, 64), _randn(5, 2), 32)),
 ]  # fmt: skip

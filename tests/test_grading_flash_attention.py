@@ -22,6 +22,7 @@ SLUG = "flash_attention"
 SOLUTION = REPO_ROOT / "solutions" / SLUG / "kernels.py"
 STUB = REPO_ROOT / "assignments" / SLUG / "kernels.py"
 KV_INT8 = "flash_attention.kv_int8"
+KV_INT4 = "flash_attention.kv_int4"
 FORWARD_PARTS = ("flash_attention.forward", "flash_attention.causal", "flash_attention.gqa", "flash_attention.ragged")
 
 
@@ -126,10 +127,10 @@ def cases(result: AssignmentResult, tasks: tuple[str, ...] = FORWARD_PARTS) -> d
 def test_solution_scores_full_points_and_full_bonus() -> None:
     r = graded("solution")
     assert r.score(False) == pytest.approx(80.0) and r.max_score(False) == pytest.approx(80.0)
-    assert r.score(True) == pytest.approx(40.0) and r.max_score(True) == pytest.approx(40.0)
+    assert r.score(True) == pytest.approx(50.0) and r.max_score(True) == pytest.approx(50.0)
     assert all(c.status == "skipped" and c.max_score == 0 for c in r.cases if c.kind == "speed")
     assert {c.task for c in r.cases if c.kind == "speed"} == {"flash_attention.forward", "flash_attention.causal",
-                                                                "flash_attention.decode", KV_INT8}  # fmt: skip
+                                                                "flash_attention.decode", KV_INT8, KV_INT4}  # fmt: skip
 
 
 def test_untouched_stub_scores_zero_and_names_the_task_to_fill_in() -> None:
@@ -139,6 +140,7 @@ def test_untouched_stub_scores_zero_and_names_the_task_to_fill_in() -> None:
     expected["flash_attention.backward"] = "flash_attention.forward"  # the backward needs the forward first
     expected["flash_attention.decode"] = "flash_attention.decode"
     expected[KV_INT8] = KV_INT8
+    expected[KV_INT4] = KV_INT4
     for c in r.cases:
         if c.kind == "correctness":
             assert c.status == "not_implemented", (c.name, c.status, c.message)
@@ -229,7 +231,11 @@ def test_wrong_int8_decode_fails_the_case_that_exposes_it_and_the_spread_of_scal
         assert status == "failed" and "outside the tolerance" in message, (case, status, message)
 
 
-def test_a_kernels_py_without_the_int8_decode_loses_those_cases_alone() -> None:
+def test_a_kernels_py_without_the_quantized_decodes_loses_those_cases_alone() -> None:
     r = graded("correct_minimal")
     for status, message in cases(r, (KV_INT8,)).values():
         assert status == "error" and "does not define `flash_decode_int8`: this bonus calls flash_decode_int8(" in message
+    kv_int4 = cases(r, (KV_INT4,)).values()
+    assert len(kv_int4) == 5
+    for status, message in kv_int4:
+        assert status == "error" and "does not define `flash_decode_int4`: this bonus calls flash_decode_int4(" in message

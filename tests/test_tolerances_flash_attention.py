@@ -18,6 +18,7 @@ from autograder.checking import compare
 from autograder.spec import DTYPES, generator
 from autograder.specs import flash_attention as spec
 from conftest import SEED
+from course.kivi import dequantize_kivi, unpack_codes
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
@@ -236,6 +237,64 @@ def test_kv_int8_tolerance_accepts_honest_decodes_and_rejects_the_rest(params: d
             # The hostile cache's power-of-two scales leave only its two constructed dims nonzero, exact in
             # bfloat16 as in float16 (q is 0 or 1 there): no precision above float8 computes it differently.
             continue
+        verdict = compare("o", fn(inputs, params).to(DTYPES[params["dtype"]]), ref, spec.TOLERANCES[params["dtype"]])
+        assert verdict.ok == should_pass, (name, verdict.message or f"passed at {verdict.max_error:.2f} of the tolerance")
+        if should_pass:
+            assert verdict.max_error <= 0.75, (name, verdict.max_error)
+
+
+# --------------------------------------------------------------------------------------------------
+# kv_int4: decode over the KIVI cache (course/kivi.py), judged like kv_int8. The honest way folds the scales
+# and zeros in (the reference solution's): q * k_scale as a high and a low part in the input dtype, one dot
+# each with the exact codes, the zeros' terms in float32, V's scale in the rounded probabilities. Unlike
+# kv_int8's, this cache does not survive a dequantization into 16 bits: code * scale + zero is not exact
+# there, so a kernel that builds 16-bit K and V tiles rounds every element at its size (not at the step),
+# and on the spread of channels it lands past the tolerance (float16 and bfloat16, some seeds). So does
+# q * k_scale rounded once: the zeros' terms make that error the same for every key of a group, and the
+# groups differ. The hints say so.
+# --------------------------------------------------------------------------------------------------
+
+
+def _kv_int4_cases() -> list[dict]:
+    cases = [{**p, "dtype": "float32"} for p in spec.CPU_KV_INT4]
+    cases += [{**_capped(p), "dtype": d} for d in ("float32", "float16", "bfloat16") for p in spec.GPU_KV_INT4]
+    return cases
+
+
+def int4_folded(inputs: dict, params: dict, fmt: torch.dtype | str) -> torch.Tensor:
+    group_size = params.get("group_size", spec.KV_INT4_GROUP)
+    codes = {n: unpack_codes(inputs[f"{n}_packed"]).float() for n in ("k", "v")}  # (B, Hkv, Sk, D)
+    seqlen = codes["k"].shape[2]
+    per_token = lambda t: _expand(inputs["q"], t.repeat_interleave(group_size, 2)[:, :, :seqlen])  # noqa: E731
+    q = inputs["q"].float()  # (B, Hq, 1, D)
+    q_k = q * per_token(inputs["k_scale"])  # (B, Hq, Sk, D): q times its key's group scales, in two halves
+    q_hi = _round(q_k, fmt)
+    q_lo = _round(q_k - q_hi, fmt)
+    s = (((q_hi + q_lo) * _expand(q, codes["k"])).sum(-1) + (q * per_token(inputs["k_zero"])).sum(-1)) * spec.scale_of(params)
+    p = torch.exp(s - s.amax(-1, keepdim=True))[:, :, None]  # (B, Hq, 1, Sk)
+    v_scale, v_zero = (_expand(q, inputs[n][:, :, None]) for n in ("v_scale", "v_zero"))  # (B, Hq, 1, Sk)
+    pv = _round(p * v_scale, fmt) @ _expand(q, codes["v"]) + (p * v_zero).sum(-1, keepdim=True)
+    return pv / p.sum(-1, keepdim=True)
+
+
+def int4_dequantized_first(inputs: dict, params: dict, fmt: torch.dtype | str) -> torch.Tensor:
+    k, v = dequantize_kivi(inputs, params.get("group_size", spec.KV_INT4_GROUP), torch.float32)
+    return flash_forward({"q": inputs["q"], "k": k, "v": v}, params, fmt)
+
+
+KV_INT4 = {
+    "scales and zeros folded in": (lambda x, p: int4_folded(x, p, DTYPES[p["dtype"]]), True),
+    "next lower precision": (lambda x, p: int4_dequantized_first(x, p, LOWER[p["dtype"]]), False),
+    "zero output": (lambda x, p: torch.zeros_like(x["q"]), False),
+    "q passed through": (lambda x, p: x["q"].clone(), False),
+}
+
+
+@pytest.mark.parametrize("params", _kv_int4_cases(), ids=lambda p: _name(p) + f"-{p.get('dist', 'normal')}")
+def test_kv_int4_tolerance_accepts_honest_decodes_and_rejects_the_rest(params: dict) -> None:
+    inputs = spec.make_kv_int4_inputs(params, generator(SEED, CPU), CPU)
+    ref = spec.reference_kv_int4(inputs, params)["o"]
+    for name, (fn, should_pass) in KV_INT4.items():
         verdict = compare("o", fn(inputs, params).to(DTYPES[params["dtype"]]), ref, spec.TOLERANCES[params["dtype"]])
         assert verdict.ok == should_pass, (name, verdict.message or f"passed at {verdict.max_error:.2f} of the tolerance")
         if should_pass:

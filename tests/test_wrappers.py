@@ -80,3 +80,38 @@ def test_quantize_kv_rounds_each_token_to_its_nearest_int8_code_and_feeds_the_in
     scores = q.double() @ kd.repeat_interleave(2, 1).transpose(-1, -2) / math.sqrt(16)
     want = torch.softmax(scores, -1) @ vd.repeat_interleave(2, 1)
     torch.testing.assert_close(fa.flash_decode_int8(q, k_q, k_scale, v_q, v_scale).double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_quantize_kv_int4_keeps_each_element_within_half_a_step_of_its_group_and_feeds_the_int4_decode() -> None:
+    """quantize_kv_int4 (given code, not graded; course/kivi.py): codes 0..15 two a byte, K per channel over
+    groups of tokens (the last group shorter), V per token, every element within half a step of its value, a
+    constant channel exact; the int4 decode over its cache matches attention over the dequantized one."""
+    import math
+
+    from course.kivi import dequantize_kivi, unpack_codes
+
+    fa = load_kernels("flash_attention", "solutions")
+    g = torch.Generator().manual_seed(0)
+    keys = torch.randn(2, 2, 37, 16, generator=g) * torch.logspace(-1, 1, 16) + torch.linspace(-3, 3, 16)
+    values = torch.randn(2, 2, 37, 16, generator=g)
+    keys[..., 3] = 2.5  # a channel that never changes: scale 0, every code 0, the zero exact
+    cache = fa.quantize_kv_int4(keys, values, group_size=16)
+    k_packed, k_scale, k_zero, v_packed, v_scale, v_zero = cache
+    assert k_packed.dtype == torch.uint8 and k_packed.shape == (2, 2, 37, 8)
+    assert k_scale.shape == k_zero.shape == (2, 2, 3, 16) and v_scale.shape == v_zero.shape == (2, 2, 37)
+    codes = unpack_codes(k_packed)
+    assert codes.min().item() == 0 and codes.max().item() == 15
+    named = dict(zip(("k_packed", "k_scale", "k_zero", "v_packed", "v_scale", "v_zero"), cache))
+    kd, vd = dequantize_kivi(named, 16)
+    last = keys[:, :, 32:]  # the third group holds 5 tokens: its zero is their minimum
+    torch.testing.assert_close(k_zero[:, :, 2], last.amin(2), rtol=0, atol=0)
+    k_step = k_scale.repeat_interleave(16, 2)[:, :, :37]
+    assert ((kd - keys.double()).abs() / torch.where(k_step > 0, k_step, 1.0)).max().item() <= 0.5 + 1e-5
+    assert torch.equal(kd[..., 3], keys[..., 3].double())
+    assert ((vd - values.double()).abs() / v_scale.double()[..., None]).max().item() <= 0.5 + 1e-5
+    q = torch.randn(2, 4, 1, 16, generator=g)
+    scores = q.double() @ kd.repeat_interleave(2, 1).transpose(-1, -2) / math.sqrt(16)
+    want = torch.softmax(scores, -1) @ vd.repeat_interleave(2, 1)
+    torch.testing.assert_close(fa.flash_decode_int4(q, *cache, group_size=16).double(), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"k_scale and k_zero \(B, Hkv, ceil\(Sk / 32\), D\)"):
+        fa.flash_decode_int4(q, *cache, group_size=32)  # scales made for groups of 16

@@ -4,8 +4,9 @@ and its decode path.
 Parts: the forward on block-aligned shapes (forward), with the causal mask (causal), with fewer KV heads
 than query heads (gqa), and on lengths that are multiples of no block, Sq != Sk and every head dim
 (ragged); bonuses: gradients through autograd (backward), one query row (decode), the latter also
-timed against SDPA, and one query row over an INT8 KV cache (kv_int8), judged against the float64 attention
-over the dequantized cache, so that the kernel is graded apart from the quantization's own error.
+timed against SDPA, and one query row over an INT8 KV cache (kv_int8) and over an INT4 KIVI cache (kv_int4),
+each judged against the float64 attention over the dequantized cache, so that the kernel is graded apart from
+the quantization's own error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import ModuleType
 import torch
 
 from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from course.kivi import dequantize_kivi, kivi_bytes, quantize_kivi
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. q and k are scaled so that the scores scale * q.k have a standard deviation drawn per seed
@@ -135,6 +137,30 @@ def dequantized(inputs: Tensors, dtype: torch.dtype = torch.float64) -> tuple[to
     return k, v
 
 
+# --------------------------------------------------------------------------------------------------
+# The INT4 KIVI cache (bonus kv_int4, course/kivi.py): K per channel over groups of `group_size` tokens, V per
+# token, both asymmetric (a scale and a zero), 4-bit codes two a byte. The grader quantizes the cache itself
+# (quantize_kivi, float32). "spread" gives K outlier channels (each channel scaled by 10^u, u in [-1, 1], and
+# shifted by up to 4 of its own scale), which is why KIVI quantizes K per channel, and scales each token's V by
+# 10^u, u in [-2, 2]: a scale or zero read from the wrong channel, group, token or head is then far off. "hostile"
+# is the decode's, with power-of-two scales as for kv_int8.
+# --------------------------------------------------------------------------------------------------
+
+KV_INT4_GROUP = 32  # KIVI's group of tokens for K, when a case names none
+
+
+def make_kv_int4_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
+    dense = make_forward_inputs(params, g, device)
+    k, v = dense["k"].float(), dense["v"].float()
+    if params.get("dist") == "spread":
+        head_dim = k.shape[-1]
+        channel = 10.0 ** (torch.rand(head_dim, generator=g, device=device) * 2 - 1)
+        k = k * channel + 4 * channel * (torch.rand(head_dim, generator=g, device=device) * 2 - 1)
+        v = v * 10.0 ** (torch.rand(v.shape[:3], generator=g, device=device) * 4 - 2)[..., None]
+    cache = quantize_kivi(k, v, params.get("group_size", KV_INT4_GROUP), pow2=params.get("dist") == "hostile")
+    return read_fenced({"q": dense["q"], **cache})
+
+
 def make_backward_inputs(params: Params, g: torch.Generator, device: torch.device) -> Tensors:
     inputs = make_forward_inputs(params, g, device)
     do = torch.randn(inputs["q"].shape, generator=g, device=device)  # (B, Hq, Sq, D)
@@ -165,6 +191,12 @@ def reference_forward(inputs: Tensors, params: Params) -> Tensors:
 def reference_kv_int8(inputs: Tensors, params: Params) -> Tensors:
     """float64 attention over the dequantized cache: the kernel judged apart from the quantization."""
     k, v = dequantized(inputs)
+    return {"o": attention64(inputs["q"], k, v, False, scale_of(params))}
+
+
+def reference_kv_int4(inputs: Tensors, params: Params) -> Tensors:
+    """float64 attention over the dequantized KIVI cache."""
+    k, v = dequantize_kivi(inputs, params.get("group_size", KV_INT4_GROUP))
     return {"o": attention64(inputs["q"], k, v, False, scale_of(params))}
 
 
@@ -258,6 +290,39 @@ def kv_int8_bytes(params: Params) -> int:
     batch, n_heads_q, n_heads_kv, _, seqlen_k, head_dim = dims(params)
     size = DTYPES[params["dtype"]].itemsize
     return 2 * batch * n_heads_q * head_dim * size + 2 * batch * n_heads_kv * seqlen_k * (head_dim + 4)
+
+
+KV_INT4_SIGNATURE = "flash_decode_int4(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, group_size=32, scale=None)"
+KV_INT4_NAMES = ("q", "k_packed", "k_scale", "k_zero", "v_packed", "v_scale", "v_zero")
+
+
+def call_kv_int4(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    fn = getattr(module, "flash_decode_int4", None)
+    if not callable(fn):
+        raise TypeError(
+            f"kernels.py does not define `flash_decode_int4`: this bonus calls {KV_INT4_SIGNATURE}. Copy the "
+            "function, its launcher and its kernel from the starter code (assignments/flash_attention/kernels.py)."
+        )
+    group_size = params.get("group_size", KV_INT4_GROUP)
+    return {"o": fn(*(inputs[n] for n in KV_INT4_NAMES), group_size, params.get("scale"))}
+
+
+def speed_kv_int4(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return call_kv_int4(module, inputs, params)["o"]
+
+
+def kv_int4_bytes(params: Params) -> int:
+    """Read q and the KIVI cache (codes, K's scales and zeros per group, V's per token) once, write o once."""
+    batch, n_heads_q, n_heads_kv, _, seqlen_k, head_dim = dims(params)
+    size = DTYPES[params["dtype"]].itemsize
+    cache = kivi_bytes(batch, n_heads_kv, seqlen_k, head_dim, params.get("group_size", KV_INT4_GROUP))
+    return 2 * batch * n_heads_q * head_dim * size + cache
+
+
+def _dense_int4_cache(inputs: Tensors, params: Params) -> Tensors:
+    """The baseline's cache: the dequantized KIVI K and V in q's dtype, made outside the timed region."""
+    k, v = dequantize_kivi(inputs, params.get("group_size", KV_INT4_GROUP), torch.float32)
+    return {"k": k.to(inputs["q"].dtype).contiguous(), "v": v.to(inputs["q"].dtype).contiguous()}
 
 
 def _dense_cache(inputs: Tensors, params: Params) -> Tensors:
@@ -388,6 +453,16 @@ CPU_KV_INT8 = [
     {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False, "dist": "spread"},
 ]
 
+# kv_int4: the decode's shapes over the KIVI cache, every group size, a cache shorter than one group, and the
+# spread of channels and tokens.
+CPU_KV_INT4 = [
+    {"shape": [2, 4, 1, 16], "seq_k": 70, "causal": False},
+    {"shape": [1, 8, 1, 32], "kv_heads": 2, "seq_k": 300, "causal": False, "group_size": 16},
+    {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
+    {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
+    {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False, "dist": "spread", "group_size": 64},
+]
+
 GPU_FORWARD = [
     {"shape": [2, 8, 1024, 128], "causal": False},
     {"shape": [1, 16, 2048, 64], "causal": False},
@@ -426,6 +501,14 @@ GPU_KV_INT8 = [
     {"shape": [8, 32, 1, 128], "kv_heads": 8, "seq_k": 4096, "causal": False},
     {"shape": [2, 16, 1, 128], "kv_heads": 2, "seq_k": 777, "causal": False},
     {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False},
+    {"shape": [1, 32, 1, 128], "kv_heads": 8, "seq_k": 16384, "causal": False, "dist": "spread"},
+    {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile"},
+]
+
+GPU_KV_INT4 = [
+    {"shape": [8, 32, 1, 128], "kv_heads": 8, "seq_k": 4096, "causal": False},
+    {"shape": [2, 16, 1, 128], "kv_heads": 2, "seq_k": 777, "causal": False, "group_size": 128},
+    {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False, "group_size": 16},
     {"shape": [1, 32, 1, 128], "kv_heads": 8, "seq_k": 16384, "causal": False, "dist": "spread"},
     {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile"},
 ]
@@ -469,6 +552,9 @@ ASSIGNMENT = Assignment(
         Part(task="flash_attention.kv_int8", title="decode over an INT8 KV cache", points=10, bonus=True,
              make_inputs=make_kv_int8_inputs, call=call_kv_int8, reference=reference_kv_int8,
              cases=_cases(CPU_KV_INT8, GPU_KV_INT8), tolerances=TOLERANCES),
+        Part(task="flash_attention.kv_int4", title="decode over an INT4 (KIVI) KV cache", points=10, bonus=True,
+             make_inputs=make_kv_int4_inputs, call=call_kv_int4, reference=reference_kv_int4,
+             cases=_cases(CPU_KV_INT4, GPU_KV_INT4), tolerances=TOLERANCES),
     ],
     speed=[
         SpeedCase("flash_attention.forward", {"shape": SPEED_SHAPE, "causal": False, "dtype": "bfloat16"}, 10, 1.0,
@@ -487,6 +573,11 @@ ASSIGNMENT = Assignment(
         # 16-bit cache. Full points at parity (a first target, to be raised from GPU measurements).
         SpeedCase("flash_attention.kv_int8", {**DECODE_SPEED, "seq_k": 16384}, 5, 1.0, kv_int8_bytes,
                   call=speed_kv_int8, baseline=sdpa_dense_baseline, baseline_setup=_dense_cache,
+                  baseline_name="SDPA over the bf16 cache", zero_at=0.5, bonus=True),
+        # The KIVI cache moves about a third of the 16-bit one's bytes (0.33x at D = 128, group 32). Provisional:
+        # full points at parity with SDPA over the 16-bit cache, as kv_int8, until measured on a GPU.
+        SpeedCase("flash_attention.kv_int4", {**DECODE_SPEED, "seq_k": 16384}, 5, 1.0, kv_int4_bytes,
+                  call=speed_kv_int4, baseline=sdpa_dense_baseline, baseline_setup=_dense_int4_cache,
                   baseline_name="SDPA over the bf16 cache", zero_at=0.5, bonus=True),
     ],
     speed_call=speed_forward,

@@ -1,11 +1,12 @@
 """Assignment 08, flash attention: a fused Triton forward (causal, grouped-query, any length), and as
-bonuses a Triton backward, a split-K decode kernel, and decode over an INT8-quantized KV cache.
+bonuses a Triton backward, a split-K decode kernel, and decode over an INT8 and an INT4 (KIVI) KV cache.
 
     O = softmax(scale * Q K^T  [+ causal mask]) V        one (Sq, Sk) score matrix per head, never stored
 
 The handout is README.md beside this file. Fill in every region marked TODO; keep the signatures, the
 launch wrappers and the autograd Function as they are: the grader calls
-`flash_attention(q, k, v, causal=False, scale=None)` and `flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None)`.
+`flash_attention(q, k, v, causal=False, scale=None)`, `flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None)`
+and `flash_decode_int4(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, group_size=32, scale=None)`.
 Grade yourself with `make grade` (or
 `python -m autograder grade flash_attention`).
 """
@@ -22,6 +23,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
+from course.kivi import KIVI_GROUP_SIZES, quantize_kivi
 from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
@@ -354,6 +356,92 @@ def _attn_decode_int8_split_kernel(
         l_i = l_i * alpha + tl.sum(p, 1)
         pv = (p * v_scale[None, :]).to(q.dtype)  # V's scale folded into the probabilities, per key
         acc = tl.dot(pv, v, acc * alpha[:, None], input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    part = rows.to(tl.int64) * n_splits + split  # (BLOCK_G,)
+    tl.store(o_part_ptr + part[:, None] * HEAD_DIM + offs_d[None, :], acc / l_i[:, None], mask=row_mask[:, None])
+    tl.store(lse_part_ptr + part, m_i + tl.math.log2(l_i), mask=row_mask)
+    ### END SOLUTION
+
+@triton.jit
+def _attn_decode_int4_split_kernel(
+    q_ptr,  # (B, Hq, 1, HEAD_DIM) contiguous: row b * Hq + h
+    kp_ptr,  # (B, Hkv, Sk, HEAD_DIM // 2) uint8: K's 4-bit codes, channel 2j in the low nibble of byte j
+    ks_ptr,  # (B, Hkv, n_k_groups, HEAD_DIM) float32: K's scale per channel and group of GROUP_SIZE tokens
+    kz_ptr,  # (B, Hkv, n_k_groups, HEAD_DIM) float32: K's zero (offset), likewise
+    vp_ptr,  # (B, Hkv, Sk, HEAD_DIM // 2) uint8: V's 4-bit codes
+    vs_ptr,  # (B, Hkv, Sk) float32: V's scale per token
+    vz_ptr,  # (B, Hkv, Sk) float32: V's zero per token
+    o_part_ptr,  # (B * Hq, n_splits, HEAD_DIM) float32: each split's normalised partial output
+    lse_part_ptr,  # (B * Hq, n_splits) float32: each split's logsumexp, in log2 units
+    seqlen_k,
+    n_k_groups,  # cdiv(Sk, GROUP_SIZE)
+    group,  # Hq // Hkv
+    keys_per_split,  # a multiple of BLOCK_N
+    qk_scale,  # scale * log2(e)
+    GROUP_SIZE: tl.constexpr,  # a multiple of BLOCK_N: a tile of keys lies in one K group
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_G: tl.constexpr,  # >= group and >= 16: the query heads of one KV head, padded for tl.dot
+    DOT_PRECISION: tl.constexpr,
+):
+    """The split-K decode of flash_attention.decode over the KIVI INT4 cache (course/kivi.py)."""
+    ### BEGIN SOLUTION flash_attention.kv_int4
+    #> The decode split kernel over K = code * k_scale[group, d] + k_zero[group, d] (per channel, one group per
+    #> tile of keys) and V = code * v_scale[t] + v_zero[t] (per token). Unpack the bytes with tl.join and
+    #> tl.reshape; fold the scales and zeros into q, the scores and the probabilities instead of building
+    #> dequantized tiles (not exact in 16 bits). Partial results as in the decode kernel.
+    #> More: python -m autograder hint flash_attention.kv_int4
+    HALF: tl.constexpr = HEAD_DIM // 2
+    split = tl.program_id(0)
+    pid_bkv = tl.program_id(1)
+    n_splits = tl.num_programs(0)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_j = tl.arange(0, HALF)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    rows = pid_bkv * group + offs_g  # (BLOCK_G,) = b * Hq + h for the group's query heads
+    row_mask = offs_g < group
+    q = tl.load(q_ptr + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=row_mask[:, None], other=0.0)
+    qf = q.to(tl.float32)
+    kv_head = pid_bkv.to(tl.int64) * seqlen_k
+    k_groups = pid_bkv.to(tl.int64) * n_k_groups
+    start = split * keys_per_split
+    end = tl.minimum(start + keys_per_split, seqlen_k)
+
+    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, HEAD_DIM], dtype=tl.float32)
+    for start_n in range(start, end, BLOCK_N):
+        offs_n = start_n + offs_n0
+        key_mask = offs_n < end
+        byte_offs = (kv_head + offs_n)[:, None] * HALF + offs_j[None, :]
+        kb = tl.load(kp_ptr + byte_offs, mask=key_mask[:, None], other=0)
+        vb = tl.load(vp_ptr + byte_offs, mask=key_mask[:, None], other=0)
+        # (BLOCK_N, HALF, 2) -> (BLOCK_N, HEAD_DIM): the low nibble is channel 2j, the high one 2j + 1
+        k = tl.reshape(tl.join(kb & 0xF, kb >> 4), (BLOCK_N, HEAD_DIM)).to(q.dtype)  # codes 0..15: exact
+        v = tl.reshape(tl.join(vb & 0xF, vb >> 4), (BLOCK_N, HEAD_DIM)).to(q.dtype)
+        k_row = (k_groups + start_n // GROUP_SIZE) * HEAD_DIM + offs_d
+        k_scale = tl.load(ks_ptr + k_row)
+        k_zero = tl.load(kz_ptr + k_row)
+        v_scale = tl.load(vs_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        v_zero = tl.load(vz_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        # q . (code * scale) = (q * scale) . code, with q * scale as the sum of two numbers in q's dtype: one
+        # alone would round it (bfloat16: 8 bits), an error the zeros' terms carry to every key of the group
+        q_k = qf * k_scale[None, :]
+        q_hi = q_k.to(q.dtype)
+        q_lo = (q_k - q_hi.to(tl.float32)).to(q.dtype)
+        s = tl.dot(q_hi, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_G, BLOCK_N)
+        s = tl.dot(q_lo, tl.trans(k), s, input_precision=DOT_PRECISION)
+        s += tl.sum(qf * k_zero[None, :], 1)[:, None]  # q . zero: the same for every key of the group
+        s = tl.where(key_mask[None, :], s * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        pv = (p * v_scale[None, :]).to(q.dtype)  # V's scale folded into the probabilities, per key
+        acc = tl.dot(pv, v, acc * alpha[:, None], input_precision=DOT_PRECISION)
+        acc += tl.sum(p * v_zero[None, :], 1)[:, None]  # V's zero: the same for every channel of a key
         m_i = m_new
 
     part = rows.to(tl.int64) * n_splits + split  # (BLOCK_G,)
@@ -887,6 +975,42 @@ def attention_decode_int8(
     return o
 
 
+def attention_decode_int4(
+    q: torch.Tensor,
+    k_packed: torch.Tensor,
+    k_scale: torch.Tensor,
+    k_zero: torch.Tensor,
+    v_packed: torch.Tensor,
+    v_scale: torch.Tensor,
+    v_zero: torch.Tensor,
+    group_size: int,
+    scale: float,
+) -> torch.Tensor:
+    """Sq == 1 over the KIVI INT4 cache: split the keys over programs, then the decode's combine. Returns o (B, Hq, 1, D)."""
+    batch, n_heads_q, _, head_dim = q.shape
+    n_heads_kv, seqlen_k = k_packed.shape[1], k_packed.shape[2]
+    group = n_heads_q // n_heads_kv
+    # The 16-bit decode's splits; a tile of keys never straddles two K groups.
+    cfg, combine_elements = decode_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv)
+    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
+    o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
+    lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
+    precision = "ieee" if q.dtype == torch.float32 else "tf32"
+    _attn_decode_int4_split_kernel[(n_splits, batch * n_heads_kv)](
+        q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, o_part, lse_part, seqlen_k, k_scale.shape[2], group,
+        cfg.keys_per_split, scale * LOG2E, GROUP_SIZE=group_size, HEAD_DIM=head_dim,
+        BLOCK_N=min(cfg.block_n, group_size), BLOCK_G=max(16, triton.next_power_of_2(group)),
+        DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    _attn_decode_combine_kernel[(batch * n_heads_q,)](
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
+        num_warps=4 if head_dim * n_splits >= combine_elements else 1,
+    )  # fmt: skip
+    return o
+
+
 def attention_backward(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -995,6 +1119,36 @@ def attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: 
     return attention_backward(q, k, v, o, lse, do.contiguous(), causal, scale)
 
 
+def _kv_quantize_int8_fake(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(x, dtype=torch.int8), x.new_empty(x.shape[:-1], dtype=torch.float32)
+
+
+@OPS.op("kv_quantize_int8", "(Tensor x) -> (Tensor, Tensor)", _kv_quantize_int8_fake)
+def kv_quantize_int8_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - not graded (tests/test_wrappers.py)
+    return kv_quantize_int8(x)
+
+
+def _attention_decode_int8_fake(q: torch.Tensor, k_q: torch.Tensor, k_scale: torch.Tensor, v_q: torch.Tensor, v_scale: torch.Tensor, scale: float) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(q)
+
+
+@OPS.op("flash_attention_decode_int8", "(Tensor q, Tensor k_q, Tensor k_scale, Tensor v_q, Tensor v_scale, float scale) -> Tensor",
+        _attention_decode_int8_fake)  # fmt: skip
+def attention_decode_int8_op(q: torch.Tensor, k_q: torch.Tensor, k_scale: torch.Tensor, v_q: torch.Tensor, v_scale: torch.Tensor, scale: float) -> torch.Tensor:
+    return attention_decode_int8(q, k_q, k_scale, v_q, v_scale, scale)
+
+
+def _attention_decode_int4_fake(q: torch.Tensor, k_packed: torch.Tensor, k_scale: torch.Tensor, k_zero: torch.Tensor, v_packed: torch.Tensor, v_scale: torch.Tensor, v_zero: torch.Tensor, group_size: int, scale: float) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(q)
+
+
+@OPS.op("flash_attention_decode_int4",
+        "(Tensor q, Tensor k_packed, Tensor k_scale, Tensor k_zero, Tensor v_packed, Tensor v_scale, Tensor v_zero, int group_size, float scale) -> Tensor",
+        _attention_decode_int4_fake)  # fmt: skip
+def attention_decode_int4_op(q: torch.Tensor, k_packed: torch.Tensor, k_scale: torch.Tensor, k_zero: torch.Tensor, v_packed: torch.Tensor, v_scale: torch.Tensor, v_zero: torch.Tensor, group_size: int, scale: float) -> torch.Tensor:
+    return attention_decode_int4(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, group_size, scale)
+
+
 # --------------------------------------------------------------------------------------------------
 # Module: the public API
 # --------------------------------------------------------------------------------------------------
@@ -1054,7 +1208,7 @@ def quantize_kv(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.T
     if k.shape != v.shape or k.shape[-1] not in HEAD_DIMS:
         raise ValueError(f"{fn}: `k` and `v` must share one shape (B, Hkv, Sk, D), D in {HEAD_DIMS}; got "
                          f"{tuple(k.shape)} and {tuple(v.shape)}.")  # fmt: skip
-    return (*kv_quantize_int8(k), *kv_quantize_int8(v))
+    return (*kv_quantize_int8_op(k), *kv_quantize_int8_op(v))
 
 
 def flash_decode_int8(
@@ -1092,4 +1246,74 @@ def flash_decode_int8(
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
         raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
-    return attention_decode_int8(q, k_q, k_scale, v_q, v_scale, float(scale))
+    return attention_decode_int8_op(q, k_q, k_scale, v_q, v_scale, float(scale))
+
+
+def quantize_kv_int4(
+    k: torch.Tensor, v: torch.Tensor, group_size: int = 32
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # pragma: no cover - not graded (tests/test_wrappers.py)
+    """The KIVI INT4 cache from k, v (B, Hkv, Sk, D): (k_packed, k_scale, k_zero, v_packed, v_scale, v_zero),
+    keys per channel over groups of group_size tokens, values per token (course/kivi.py has the format).
+    Given code (PyTorch ops, which torch.compile traces as they are), not graded."""
+    fn = "quantize_kv_int4"
+    for name, t in (("k", k), ("v", v)):
+        check_tensor(fn, name, t, ndim=4)
+    check_same(fn, "dtype", k=k, v=v)
+    check_same(fn, "device", k=k, v=v)
+    if k.shape != v.shape or k.shape[-1] not in HEAD_DIMS:
+        raise ValueError(f"{fn}: `k` and `v` must share one shape (B, Hkv, Sk, D), D in {HEAD_DIMS}; got "
+                         f"{tuple(k.shape)} and {tuple(v.shape)}.")  # fmt: skip
+    c = quantize_kivi(k, v, group_size)
+    return c["k_packed"], c["k_scale"], c["k_zero"], c["v_packed"], c["v_scale"], c["v_zero"]
+
+
+def flash_decode_int4(
+    q: torch.Tensor,
+    k_packed: torch.Tensor,
+    k_scale: torch.Tensor,
+    k_zero: torch.Tensor,
+    v_packed: torch.Tensor,
+    v_scale: torch.Tensor,
+    v_zero: torch.Tensor,
+    group_size: int = 32,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Decode attention (one query row) over the KIVI INT4 KV cache, dequantized inside the split-K kernel.
+
+    q: (B, Hq, 1, D) float32, float16 or bfloat16; k_packed, v_packed: (B, Hkv, Sk, D // 2) uint8, two 4-bit
+    codes a byte (channel 2j in the low nibble); k_scale, k_zero: (B, Hkv, ceil(Sk / group_size), D) float32,
+    so that K[t, d] = code * k_scale[t // group_size, d] + k_zero[t // group_size, d]; v_scale, v_zero:
+    (B, Hkv, Sk) float32, V[t, d] = code * v_scale[t] + v_zero[t] (as quantize_kv_int4 makes them).
+    group_size in {16, 32, 64, 128}; Hq a multiple of Hkv (GQA), D in {16, 32, 64, 128}, all contiguous on
+    one device. Returns (B, Hq, 1, D) in q's dtype.
+    """
+    fn = "flash_decode_int4"
+    check_tensor(fn, "q", q, ndim=4)
+    for name, t in (("k_packed", k_packed), ("v_packed", v_packed)):
+        check_tensor(fn, name, t, ndim=4, dtypes=(torch.uint8,))
+    for name, t in (("k_scale", k_scale), ("k_zero", k_zero)):
+        check_tensor(fn, name, t, ndim=4, dtypes=(torch.float32,))
+    for name, t in (("v_scale", v_scale), ("v_zero", v_zero)):
+        check_tensor(fn, name, t, ndim=3, dtypes=(torch.float32,))
+    check_same(fn, "device", q=q, k_packed=k_packed, k_scale=k_scale, k_zero=k_zero, v_packed=v_packed,
+               v_scale=v_scale, v_zero=v_zero)  # fmt: skip
+    if group_size not in KIVI_GROUP_SIZES:
+        raise ValueError(f"{fn}: group_size must be one of {KIVI_GROUP_SIZES}, got {group_size!r}.")
+    batch, n_heads_q, seqlen_q, head_dim = q.shape
+    b, n_heads_kv, seqlen_k, half = k_packed.shape
+    groups = (b, n_heads_kv, -(-seqlen_k // group_size), head_dim)
+    if (v_packed.shape != k_packed.shape or tuple(k_scale.shape) != groups or tuple(k_zero.shape) != groups
+            or tuple(v_scale.shape) != (b, n_heads_kv, seqlen_k) or v_zero.shape != v_scale.shape):
+        raise ValueError(f"{fn}: expected k_packed and v_packed (B, Hkv, Sk, D // 2), k_scale and k_zero "
+                         f"(B, Hkv, ceil(Sk / {group_size}), D), v_scale and v_zero (B, Hkv, Sk); got "
+                         + ", ".join(str(tuple(t.shape)) for t in (k_packed, v_packed, k_scale, k_zero, v_scale, v_zero)) + ".")
+    if seqlen_q != 1 or b != batch or 2 * half != head_dim or head_dim not in HEAD_DIMS:
+        raise ValueError(f"{fn}: q must be (B, Hq, 1, D) with the cache's B and D = 2 * k_packed.shape[-1], "
+                         f"D in {HEAD_DIMS}; got q {tuple(q.shape)} and k_packed {tuple(k_packed.shape)}.")  # fmt: skip
+    if n_heads_kv == 0 or n_heads_q % n_heads_kv != 0 or seqlen_k == 0:
+        raise ValueError(f"{fn}: q's {n_heads_q} heads must be a multiple of the cache's {n_heads_kv}, "
+                         f"and the cache must hold at least one key (Sk = {seqlen_k}).")  # fmt: skip
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
+        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+    return attention_decode_int4_op(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, int(group_size), float(scale))

@@ -453,6 +453,15 @@ def rmsnorm_backward_op(x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tenso
     return rmsnorm_backward(x, weight, rstd, dy)
 
 
+def _rmsnorm_linear_fake(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return x.new_empty((x.shape[0], w.shape[0]))
+
+
+@OPS.op("rmsnorm_linear", "(Tensor x, Tensor norm_weight, Tensor w, float eps) -> Tensor", _rmsnorm_linear_fake)
+def rmsnorm_linear_op(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    return rmsnorm_linear_forward(x, norm_weight, w, eps)
+
+
 # --------------------------------------------------------------------------------------------------
 # Module: the public API and a layer
 # --------------------------------------------------------------------------------------------------
@@ -496,7 +505,7 @@ def rmsnorm_linear(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, 
         )
     if not isinstance(eps, (int, float)) or eps < 0:
         raise ValueError(f"{fn}: `eps` must be a non-negative number, got {eps!r}.")
-    return rmsnorm_linear_forward(x, norm_weight, w, float(eps))
+    return rmsnorm_linear_op(x, norm_weight, w, float(eps))
 
 
 class RMSNorm(torch.nn.Module):  # pragma: no cover - not graded (tests/test_wrappers.py)
