@@ -361,3 +361,28 @@ def decode_solution(
         num_warps=4 if head_dim * n_splits >= 4096 else 1,
     )  # fmt: skip
     return o, lse
+
+
+# --------------------------------------------------------------------------------------------------
+# The practical ceiling: a kernel that only reads the same bytes
+# --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _stream_read_kernel(src_ptr, out_ptr, n_words, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """A persistent grid reads n_words int32 words once (program p takes blocks p, p + P, ...), xors them
+    and stores one word per program: what reading those bytes costs, with no other work."""
+    pid = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.int32)
+    for start in tl.range(pid * BLOCK, n_words, tl.num_programs(0) * BLOCK, num_stages=NUM_STAGES):
+        offs = start + tl.arange(0, BLOCK)
+        acc ^= tl.load(src_ptr + offs, mask=offs < n_words, other=0)
+    tl.store(out_ptr + pid, tl.xor_sum(acc, 0))
+
+
+def stream_read(src: torch.Tensor, out: torch.Tensor, *, block: int, num_warps: int, num_stages: int) -> torch.Tensor:
+    """Read src (contiguous, a multiple of 4 bytes) once with out.numel() programs; out (P,) int32 gets their xors."""
+    words = src.reshape(-1).view(torch.int32)
+    _stream_read_kernel[(out.numel(),)](words, out, words.numel(), BLOCK=block, NUM_STAGES=num_stages,
+                                        num_warps=num_warps, num_stages=num_stages)  # fmt: skip
+    return out
