@@ -15,6 +15,16 @@ that is one AND, one FSUB and one FFMA, plus a share of the per-word OR/shift an
 activation loads; no shuffles inside the loop. Loads go through tl.range's pipeliner (num_stages), so a
 program keeps num_stages - 1 tiles of words in flight.
 
+W4A16 for 16 to 64 rows, "planes dot" (w4_dot_planes). The solution's dot kernel interleaves the decoded
+planes into k order (join, reshape) and hands the tile to the tensor cores through shared memory: per 4 KB
+of words read, 16 KB of fp16 weights written to and read back from shared memory, about as many bytes of
+shared-memory traffic per step as an SM can move while HBM delivers the words. Here each plane is its own
+tl.dot (A = plane i of the words, (BLOCK_N, BLOCK_W); B = the activations k = 8j + i), the decode is
+elementwise in the loaded words, and Triton keeps A in registers for wgmma (compiled for sm_90: wgmma with a
+register A operand, 8.7 KB of shared memory against the solution's 37 KB at BLOCK_N 64, BLOCK_M 16). Plane i
+of x is x[:, i::8]: strided loads, or with x_planar one small rearrangement of x to (M, 8, K // 8) per call,
+after which the planes load as contiguous asynchronous copies.
+
 Decode, "fused combine" (decode_fused). The solution launches a split kernel and then a combine kernel.
 Here the last split program of each (batch, KV head) to finish merges the group's partial results itself
 (an arrival counter, as in quant_matmul's _finish_tile): one launch instead of two, which matters most at
@@ -180,6 +190,132 @@ def w4_gemv_planes(
         x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
         k_split, GROUP_SIZE=group_size, BLOCK_N=block_n, BLOCK_W=block_w, EVEN_K=k % block_k == 0,
         X_TILE=x_tile, NUM_STAGES=num_stages, SPLIT=splits > 1, num_warps=num_warps, num_stages=num_stages,
+    )  # fmt: skip
+    return y
+
+
+# --------------------------------------------------------------------------------------------------
+# W4A16 for a few rows: eight tensor-core dots per step, one per nibble plane
+# --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _nibble(words, i: tl.constexpr):
+    """q - 8 as float32, exactly, for nibble i of each word: shifted to bit 0, under the magic exponent."""
+    return (((words >> (4 * i)) & 0xF) | MAGIC).to(tl.float32, bitcast=True) - (TWO_23 + 8.0)
+
+
+@triton.jit
+def _x_plane_t(x_cols, j, i: tl.constexpr, k_end, plane_stride, EVEN_K: tl.constexpr, X_PLANAR: tl.constexpr):
+    """(BLOCK_W, BLOCK_M): x[m, 8j + i] for the tile's rows m, as the B operand of plane i's dot. With
+    X_PLANAR, x_cols points into x rearranged as (M, 8, K // 8), where plane i is contiguous."""
+    k = 8 * j + i
+    offs = i * plane_stride + j if X_PLANAR else k
+    if EVEN_K:
+        xt = tl.load(x_cols + offs[:, None])
+    else:
+        xt = tl.load(x_cols + offs[:, None], mask=(k < k_end)[:, None], other=0.0)
+    return xt
+
+
+@triton.jit
+def _w4_dot_planes_kernel(
+    x_ptr,  # (M, K) activations, 16-bit
+    w_ptr,  # (N, K // 8) int32 words
+    s_ptr,  # (N, K // G) scales
+    y_ptr,  # (M, N) output
+    part_ptr,  # (n_splits, M, N) float32 partials (only with SPLIT)
+    lock_ptr,  # (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),) int32 counters (only with SPLIT)
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_sn,
+    stride_ym,
+    k_per_split,  # a multiple of 8 * BLOCK_W
+    plane_stride,  # K // 8: elements between planes of x when X_PLANAR
+    GROUP_SIZE: tl.constexpr,  # a multiple of 8 * BLOCK_W here: one scale per row per step
+    BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_W: tl.constexpr,  # words per row per step: the K of each plane's dot (16 or more)
+    EVEN_K: tl.constexpr,
+    X_PLANAR: tl.constexpr,  # x comes as (M, 8, K // 8): each plane's activations contiguous, loads vectorized
+    NUM_STAGES: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)), as the solution's dot kernel. Plane i of the
+    words tile, (BLOCK_N, BLOCK_W), holds the weights k = 8j + i: its dot with x's k = 8j + i rows gives
+    that plane's share, and the eight shares add up to the step. Each plane is elementwise in the loaded
+    words (shift, mask, float subtract, round to x's dtype), which lets the compiler decode it where the
+    tensor cores read their A operand from registers, rather than interleaving the planes in k order
+    (join, reshape) and going through shared memory as the solution's dot kernel does."""
+    BLOCK_K: tl.constexpr = 8 * BLOCK_W
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_mask = offs_n < N
+    m_mask = offs_m < M
+    rows = tl.minimum(offs_n, N - 1).to(tl.int64)
+    w_rows = w_ptr + rows[:, None] * stride_wn
+    s_rows = s_ptr + rows * stride_sn
+    x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for k0 in tl.range(k_start, k_end, BLOCK_K, num_stages=NUM_STAGES):
+        j = k0 // 8 + tl.arange(0, BLOCK_W)
+        if EVEN_K:
+            words = tl.load(w_rows + j[None, :])
+        else:
+            words = tl.load(w_rows + j[None, :], mask=(8 * j < k_end)[None, :], other=0)
+        dt = x_ptr.dtype.element_ty
+        step = tl.dot(_nibble(words, 0).to(dt), _x_plane_t(x_cols, j, 0, k_end, plane_stride, EVEN_K, X_PLANAR))
+        step = tl.dot(_nibble(words, 1).to(dt), _x_plane_t(x_cols, j, 1, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        step = tl.dot(_nibble(words, 2).to(dt), _x_plane_t(x_cols, j, 2, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        step = tl.dot(_nibble(words, 3).to(dt), _x_plane_t(x_cols, j, 3, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        step = tl.dot(_nibble(words, 4).to(dt), _x_plane_t(x_cols, j, 4, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        step = tl.dot(_nibble(words, 5).to(dt), _x_plane_t(x_cols, j, 5, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        step = tl.dot(_nibble(words, 6).to(dt), _x_plane_t(x_cols, j, 6, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        step = tl.dot(_nibble(words, 7).to(dt), _x_plane_t(x_cols, j, 7, k_end, plane_stride, EVEN_K, X_PLANAR), step)
+        acc += step * tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)[:, None]
+    mn_mask = n_mask[:, None] & m_mask[None, :]
+    tile_id = pid_m * tl.num_programs(0) + pid_n
+    QUANT._finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
+                       part_ptr + offs_m[None, :] * N + offs_n[:, None], mn_mask, lock_ptr + tile_id, M * N, SPLIT)
+
+
+def w4_dot_planes(
+    x: torch.Tensor,  # (M, K), float16 or bfloat16 (the interpreter: float32 too)
+    w_packed: torch.Tensor,  # (N, K // 2) uint8
+    scales: torch.Tensor,  # (N, K // G)
+    group_size: int,
+    *,
+    block_n: int,
+    block_m: int,
+    block_w: int,
+    num_warps: int,
+    num_stages: int,
+    programs_per_sm: int,
+    x_planar: bool = False,
+) -> torch.Tensor:
+    """y (M, N) = x @ W.T as quant_matmul.w4a16_matmul, with the eight-plane dot kernel; needs G a multiple
+    of 8 * block_w. x_planar: rearrange x to (M, 8, K // 8) first (one small extra launch, timed with the call)."""
+    if group_size % (8 * block_w):
+        raise ValueError(f"w4_dot_planes: group_size {group_size} must be a multiple of 8 * block_w = {8 * block_w}")
+    words = w_packed.view(torch.int32)
+    (m, k), n = x.shape, words.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    n_tiles, m_tiles = triton.cdiv(n, block_n), triton.cdiv(m, block_m)
+    splits, k_split, part, locks = QUANT._split_k(n_tiles * m_tiles, k, 8 * block_w, programs_per_sm, x, m, n)
+    xs = x.view(m, k // 8, 8).transpose(1, 2).contiguous() if x_planar else x  # (M, 8, K // 8) or (M, K)
+    _w4_dot_planes_kernel[(n_tiles, splits, m_tiles)](
+        xs, words, scales, y, part, locks, m, n, k, xs.stride(0), words.stride(0), scales.stride(0), y.stride(0),
+        k_split, k // 8, GROUP_SIZE=group_size, BLOCK_N=block_n, BLOCK_M=block_m, BLOCK_W=block_w,
+        EVEN_K=k % (8 * block_w) == 0, X_PLANAR=x_planar, NUM_STAGES=num_stages, SPLIT=splits > 1, num_warps=num_warps,
+        num_stages=num_stages,
     )  # fmt: skip
     return y
 

@@ -64,3 +64,20 @@ def test_stream_read_reads_every_word_once() -> None:
     src = torch.randint(-(2**31), 2**31 - 1, (1001,), dtype=torch.int32, generator=torch.Generator().manual_seed(1))
     out = sc.stream_read(src, torch.empty(3, dtype=torch.int32), block=64, num_warps=4, num_stages=2)
     assert functools.reduce(lambda a, b: a ^ b, out.tolist()) == functools.reduce(lambda a, b: a ^ b, src.tolist())
+
+
+@pytest.mark.parametrize(("m", "k", "n", "group", "block_w", "per_sm", "planar"),
+                         [(3, 256, 37, 128, 16, 4, False), (17, 512, 21, 256, 32, 1, True), (5, 384, 20, 128, 16, 2, True)])
+def test_w4_dot_planes_matches_the_reference(m: int, k: int, n: int, group: int, block_w: int, per_sm: int, planar: bool) -> None:
+    params = {"M": m, "K": k, "N": n, "group_size": group, "dtype": "float32"}
+    inputs = qm_spec.make_w4_inputs(params, torch.Generator().manual_seed(7), torch.device("cpu"))
+    y = sc.w4_dot_planes(inputs["x"], inputs["w_packed"], inputs["scales"], group, block_n=16, block_m=16,
+                         block_w=block_w, num_warps=4, num_stages=2, programs_per_sm=per_sm, x_planar=planar)  # fmt: skip
+    verdict = compare("y", y, qm_spec.reference_w4(inputs, params)["y"], qm_spec.TOLERANCES["float32"])
+    assert verdict.ok, verdict.message
+
+
+def test_w4_dot_planes_says_which_group_sizes_it_takes() -> None:
+    with pytest.raises(ValueError, match="multiple of 8 \\* block_w = 128"):
+        sc.w4_dot_planes(torch.zeros(2, 64), torch.zeros(4, 32, dtype=torch.uint8), torch.ones(4, 2), 32, block_n=16,
+                         block_m=16, block_w=16, num_warps=4, num_stages=2, programs_per_sm=1)  # fmt: skip
