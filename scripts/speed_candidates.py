@@ -16,14 +16,14 @@ activation loads; no shuffles inside the loop. Loads go through tl.range's pipel
 program keeps num_stages - 1 tiles of words in flight.
 
 W4A16 for 16 to 64 rows, "planes dot" (w4_dot_planes). The solution's dot kernel interleaves the decoded
-planes into k order (join, reshape) and hands the tile to the tensor cores through shared memory: per 4 KB
-of words read, 16 KB of fp16 weights written to and read back from shared memory, about as many bytes of
-shared-memory traffic per step as an SM can move while HBM delivers the words. Here each plane is its own
-tl.dot (A = plane i of the words, (BLOCK_N, BLOCK_W); B = the activations k = 8j + i), the decode is
-elementwise in the loaded words, and Triton keeps A in registers for wgmma (compiled for sm_90: wgmma with a
-register A operand, 8.7 KB of shared memory against the solution's 37 KB at BLOCK_N 64, BLOCK_M 16). Plane i
-of x is x[:, i::8]: strided loads, or with x_planar one small rearrangement of x to (M, 8, K // 8) per call,
-after which the planes load as contiguous asynchronous copies.
+planes into k order (three levels of tl.join and a reshape) and multiplies each weight by its factor
+2**-bit before rounding it to x's dtype. Here each plane is its own tl.dot (A = plane i of the words,
+(BLOCK_N, BLOCK_W), decoded exactly to q - 8 with a shift, a mask and a float subtract; B = the activations
+k = 8j + i): no interleave, no factor to undo, and the same wgmma instructions (eight of k = 16 per step
+either way, A from registers in both, compiled for sm_90). Shared memory per program falls from 37 KB to
+9 KB at BLOCK_N 64, BLOCK_M 16, so more programs fit an SM. Plane i of x is x[:, i::8]: strided loads, or
+with x_planar one small rearrangement of x to (M, 8, K // 8) per call, after which the planes load as
+contiguous asynchronous copies.
 
 Decode, "fused combine" (decode_fused). The solution launches a split kernel and then a combine kernel.
 Here the last split program of each (batch, KV head) to finish merges the group's partial results itself
@@ -247,9 +247,7 @@ def _w4_dot_planes_kernel(
     """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)), as the solution's dot kernel. Plane i of the
     words tile, (BLOCK_N, BLOCK_W), holds the weights k = 8j + i: its dot with x's k = 8j + i rows gives
     that plane's share, and the eight shares add up to the step. Each plane is elementwise in the loaded
-    words (shift, mask, float subtract, round to x's dtype), which lets the compiler decode it where the
-    tensor cores read their A operand from registers, rather than interleaving the planes in k order
-    (join, reshape) and going through shared memory as the solution's dot kernel does."""
+    words (shift, mask, float subtract, round to x's dtype): no interleaving of the planes in k order."""
     BLOCK_K: tl.constexpr = 8 * BLOCK_W
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
