@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from autograder import timing
+from autograder import anchors, timing
 from autograder.plots import markdown_table, plot_results
 from autograder.spec import generator
 from autograder.specs import load_spec
@@ -41,6 +41,8 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
     out.mkdir(parents=True, exist_ok=True)
     reps = 10 if quick else 30
     copy_gbps = timing.copy_bandwidth_gbps(device)
+    libraries = anchors.versions()
+    print("anchors: " + ", ".join(f"{name} {version}" for name, version in libraries.items()), flush=True)
     for slug in slugs:
         spec_module = sys.modules.get(f"autograder.specs.{slug}") or __import__(f"autograder.specs.{slug}", fromlist=["x"])
         load_spec(slug)
@@ -49,6 +51,13 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
         for case in spec_module.bench_suite(module, quick):
             pool = [case.make_inputs(case.params, generator(1000 + i, device), device) for i in range(2)]
             calls = {impl: [prepare(inputs) for inputs in pool] for impl, prepare in case.impls.items()}
+            for impl, prepare in anchors.extra_impls(slug, case.pass_name, case.params).items():
+                try:  # a third-party call that fails (an API that moved, say) is left out, said once, not fatal
+                    calls[impl] = [prepare(inputs) for inputs in pool]
+                    calls[impl][0]()
+                except Exception as exc:  # noqa: BLE001
+                    calls.pop(impl, None)
+                    print(f"{slug} {case.pass_name} {case.params['shape']}: {impl} left out: {type(exc).__name__}: {exc}", flush=True)
             times = timing.time_interleaved({k: (lambda i, c=c: c[i]()) for k, c in calls.items()}, len(pool), reps, device)
             for impl, ts in times.items():
                 ms = timing.median(ts)
@@ -68,6 +77,7 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
                 "gpu": name, "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
                 "python": platform.python_version(), "date": datetime.date.today().isoformat(),
                 "copy_gbps": copy_gbps, "reps": reps, "command": f"python -m autograder bench {slug}",
+                "anchors": libraries,
             },
             "rows": rows,
         }  # fmt: skip

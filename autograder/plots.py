@@ -27,7 +27,8 @@ def markdown_table(results: dict) -> str:
     ref = "eager" if "eager" in impls else next((i for i in impls if i != "solution"), "solution")
     lines = [
         f"Measured on {meta['gpu']} ({meta['date']}; torch {meta['torch']}, triton {meta['triton']}); "
-        f"device copy {meta['copy_gbps']:,.0f} GB/s. Median of {meta['reps']} calls, L2 flushed before each.",
+        f"device copy {meta['copy_gbps']:,.0f} GB/s. Median of {meta['reps']} calls, L2 flushed before each."
+        + ("".join(f" {name}: {version}." for name, version in meta["anchors"].items()) if meta.get("anchors") else ""),
         "",
         "| pass | shape | dtype | impl | time (us) | " + ("TFLOP/s | " if flops else "") + f"GB/s | % of copy | vs {ref} |",
         "|---|---|---|---|---:|" + ("---:|" if flops else "") + "---:|---:|---:|",
