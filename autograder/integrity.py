@@ -388,9 +388,14 @@ def watched_objects(spec_module: Any, spec: Any, extra: dict[str, Any]) -> dict[
     return watched
 
 
-def memory_problem(exc: BaseException, limit_bytes: int | None) -> str:
-    """A sentence for an allocation the limits refused, or '' when `exc` is something else."""
+def memory_problem(exc: BaseException, limit_bytes: int | None, host_limit_bytes: int | None = None) -> str:
+    """A sentence for an allocation the limits refused, or '' when `exc` is something else.
+
+    `limit_bytes` is the cap of the memory the graded call runs on; `host_limit_bytes`, where it differs (the GPU
+    tier), the cap of host memory, named when the host allocator is the one that refused."""
     text = f"{type(exc).__name__}: {exc}"
+    if host_limit_bytes is not None and (isinstance(exc, MemoryError) or "CPUAllocator" in text):
+        limit_bytes = host_limit_bytes
     if not (isinstance(exc, MemoryError) or "out of memory" in text.lower() or "can't allocate memory" in text
             or "Cannot allocate memory" in text):  # fmt: skip
         return ""
@@ -417,22 +422,30 @@ def _gib(n: int | None) -> str:
     return f"{n} bytes"
 
 
-def limit_host_memory(budget_bytes: int) -> int | None:
-    """Cap the address space (CPU tier only: CUDA reserves far more address space than it uses)."""
+def limit_host_memory(budget_bytes: int, gpu: bool = False) -> int | None:
+    """Cap the host memory this process may add to what it holds now; the budget granted, or None.
+
+    On the CPU tier the cap is on the address space (RLIMIT_AS). A CUDA process reserves far more address space
+    than it uses (the device's unified virtual addresses), so on the GPU tier the cap is on the data segment
+    instead (RLIMIT_DATA: the heap and private anonymous mappings, where torch's CPU allocator and pinned host
+    buffers live, but not the driver's reservations). Without it, a 4 TiB `torch.empty` on the host is filled
+    with NaN page by page and takes the machine's memory before anything refuses it.
+    """
     import resource
 
+    which, field = (resource.RLIMIT_DATA, "VmData:") if gpu else (resource.RLIMIT_AS, "VmSize:")
     try:
         with open("/proc/meminfo") as f:
             ram = next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:")), 0)
         if ram:
             budget_bytes = min(budget_bytes, ram // 2)
         with open("/proc/self/status") as f:
-            vm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
-        limit = vm + budget_bytes
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            held = next((int(line.split()[1]) * 1024 for line in f if line.startswith(field)), 0)
+        limit = held + budget_bytes
+        soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        resource.setrlimit(which, (limit, hard))
         return budget_bytes
     except (OSError, ValueError, StopIteration):
         return None

@@ -238,8 +238,8 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
     if device_name == "cuda":
         index = torch.cuda.current_device()
         torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
-    else:
-        limit_host_memory(HOST_MEMORY_BUDGET)
+        torch.empty(1, device="cuda")  # CUDA's context first: the host cap counts from what it holds
+    limit_host_memory(HOST_MEMORY_BUDGET, gpu=device_name == "cuda")
     replayer = _Replayer(slug, submission_file, source, device_name)
     while True:
         try:

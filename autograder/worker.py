@@ -36,7 +36,7 @@ from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_course
 from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape
 
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
-HOST_MEMORY_BUDGET = 16 << 30  # address space a CPU-tier worker may add to what it holds after its imports
+HOST_MEMORY_BUDGET = 16 << 30  # host memory a worker may add to what it holds after its imports
 
 
 def _op_name(func: Any) -> str:
@@ -520,7 +520,8 @@ class _Session:
         self.device = torch.device(device_name)
         self.submission_file = os.path.realpath(submission)
         self.slug = slug
-        self.memory_limit: int | None = None
+        self.memory_limit: int | None = None  # of the memory the graded calls run on
+        self.host_memory_limit: int | None = None
         _install_launch_hooks()
         self.recorder = _make_recorder()
         self.guard = integrity.Guard(self.submission_file)
@@ -556,8 +557,9 @@ class _Session:
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
             self.memory_limit = int(GPU_MEMORY_FRACTION * torch.cuda.get_device_properties(index).total_memory)
+            self.host_memory_limit = self.integrity.limit_host_memory(HOST_MEMORY_BUDGET, gpu=True)
         else:
-            self.memory_limit = self.integrity.limit_host_memory(HOST_MEMORY_BUDGET)
+            self.memory_limit = self.host_memory_limit = self.integrity.limit_host_memory(HOST_MEMORY_BUDGET)
 
     def arm(self) -> None:
         """Install the guards and take the snapshot, as the last thing before the submission is imported."""
@@ -621,7 +623,8 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     try:
         module = load_module(Path(submission_file), name=f"submission_{slug}")
     except BaseException as exc:  # noqa: BLE001  (a SystemExit at import time must not end the worker)
-        problem = session.integrity.memory_problem(exc, session.memory_limit) or describe_import_error(exc, submission_file)
+        problem = session.integrity.memory_problem(exc, session.memory_limit, session.host_memory_limit)
+        problem = problem or describe_import_error(exc, submission_file)
         session.send({"ok": False, "error": problem}, "hello")
     else:
         problem = check_api(module, spec.api)
@@ -656,7 +659,7 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
 
 
 def _failure(session: _Session, exc: BaseException, task: str) -> dict:
-    problem = session.integrity.memory_problem(exc, session.memory_limit)
+    problem = session.integrity.memory_problem(exc, session.memory_limit, session.host_memory_limit)
     if problem:
         return {"status": "error", "message": problem, "restart": session.device.type == "cuda"}
     status, message = describe_call_error(exc, task, session.submission_file)

@@ -252,7 +252,11 @@ def test_a_content_cache_never_hits_because_no_two_calls_share_inputs(slug: str,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(cheat_source(slug, "cache_by_content"))
     result = graded(slug, path, speed=True)
-    assert one(result, "correctness").status == "passed"
+    correctness = one(result, "correctness")
+    if DEVICE == "cuda":  # GPU memory is out of the cache's reach: reading it takes a PyTorch copy or native code
+        assert correctness.status == "error" and "native code" in correctness.message, correctness.message
+        return
+    assert correctness.status == "passed", correctness.message
     _timing_message_only(one(result, "speed"))  # every timed call launched its kernels: the cache never hit
 
 
