@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--smoke", action="store_true", help="a tiny space on tiny shapes under the CPU interpreter: checks the tuner, times nothing")
     u.add_argument("--out", type=Path, help="write the table here (a folder gets SLUG/configs.json) instead of solutions/SLUG/configs.json")
     u.add_argument("--reps", type=int, default=20, help="timed calls per candidate and call (GPU)")
+    u.add_argument("--kernels", help="only these kernels of the table, comma-separated (the others keep their entries)")
 
     n = sub.add_parser("new", help="scaffold a new assignment: solution, table, spec, handout, tests, notebook (instructors)")
     n.add_argument("slug", metavar="SLUG", help="the new assignment's slug: lower-case letters, digits and underscores")
@@ -336,7 +337,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for slug in args.slugs:
         out = args.out / slug / "configs.json" if args.out is not None and args.out.suffix != ".json" else args.out
         try:
-            tune(slug, args.gpu_name, args.smoke, out, args.reps)
+            kernels = set(args.kernels.split(",")) if args.kernels else None
+            tune(slug, args.gpu_name, args.smoke, out, args.reps, kernels=kernels)
         except RuntimeError as exc:
             print(exc)
             return 2

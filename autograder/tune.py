@@ -164,8 +164,9 @@ def _smoke_jobs(module: ModuleType, spec_parts: dict[str, Part], log: Callable[[
 
 
 def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path | None = None, reps: int = 20,
-         log: Callable[[str], None] = print) -> list[BucketResult]:
-    """Tune every search space of the solution on this device and write the entry (to `out`, if given or not smoke)."""
+         log: Callable[[str], None] = print, kernels: set[str] | None = None) -> list[BucketResult]:
+    """Tune every search space of the solution (or those of `kernels`) on this device and write the entry (to `out`,
+    if given or not smoke); the table's other kernels keep the GPU's earlier settings."""
     if smoke and not interpreter_requested():
         raise RuntimeError("--smoke runs under Triton's CPU interpreter: set TRITON_INTERPRET=1 (or run it without a GPU).")
     device = torch.device("cpu") if interpreter_requested() else torch.device("cuda")
@@ -181,6 +182,11 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
     else:
         jobs = [(space, bucket, calls, space.candidates) for space in module.SEARCH_SPACE
                 for bucket, calls in space.buckets.items()]  # fmt: skip
+    if kernels is not None:
+        known = {space.kernel for space in module.SEARCH_SPACE}
+        if not kernels <= known:
+            raise RuntimeError(f"{slug} declares no search space for {sorted(kernels - known)}: its kernels are {sorted(known)}.")
+        jobs = [job for job in jobs if job[0].kernel in kernels]
     dev: Device = device_of(torch.empty(0, device=device))
     name = gpu_name or dev.name
     results = []
@@ -192,7 +198,7 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
         "measured_on": dev.name, "capability": list(dev.capability), "sms": dev.sms, "smem_per_block": dev.smem_per_block,
         "date": datetime.date.today().isoformat(), "torch": torch.__version__, "triton": _triton_version(),
         "command": " ".join(["python -m autograder tune", slug] + ([f"--gpu-name '{gpu_name}'"] if gpu_name else [])
-                            + (["--smoke"] if smoke else [])),
+                            + ([f"--kernels {','.join(sorted(kernels))}"] if kernels else []) + (["--smoke"] if smoke else [])),
     }}  # fmt: skip
     for r in results:
         if r.chosen is not None:
@@ -222,6 +228,8 @@ def write_entry(path: Path, name: str, entry: dict, template: Path) -> None:
         merged[kernel] = buckets
     if kept:
         merged["meta"]["kept"] = f"not re-measured, as of {old.get('meta', {}).get('date', 'an earlier entry')}: " + ", ".join(kept)
+        # and where those came from: the earlier run's meta, less what it in turn kept
+        merged["meta"]["earlier"] = {k: v for k, v in old.get("meta", {}).items() if k not in ("kept", "earlier")}
     gpus[name] = merged
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_table(data))

@@ -218,13 +218,16 @@ def _attn_decode_int4_split_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_G: tl.constexpr,  # >= group and >= 16: the query heads of one KV head, padded for tl.dot
     DOT_PRECISION: tl.constexpr,
+    UNPACK_JOIN: tl.constexpr = True,  # nibbles split with tl.join + tl.reshape, else each channel's byte loaded
 ):
     """The split-K decode of flash_attention.decode over the KIVI INT4 cache (course/kivi.py)."""
     # TODO(flash_attention.kv_int4)
     #   The decode split kernel over K = code * k_scale[group, d] + k_zero[group, d] (per channel, one group per
     #   tile of keys) and V = code * v_scale[t] + v_zero[t] (per token). Unpack the bytes with tl.join and
     #   tl.reshape; fold the scales and zeros into q, the scores and the probabilities instead of building
-    #   dequantized tiles (not exact in 16 bits). Partial results as in the decode kernel.
+    #   dequantized tiles (not exact in 16 bits). Partial results as in the decode kernel. When UNPACK_JOIN is
+    #   False (16-key tiles in 16 bits, which Triton 3.6 miscompiles with join + reshape on an H100), load for
+    #   each channel d its byte d // 2 and shift it right by 4 * (d % 2) instead.
     #   More: python -m autograder hint flash_attention.kv_int4
     raise NotImplementedError("TODO(flash_attention.kv_int4): not implemented yet; see README.md")
 
@@ -413,7 +416,7 @@ def _smem(kernel: str, s: dict, size: int, d: int, pipelined: bool) -> int:  # p
 
     if kernel == "forward":  # Q resident; K and V streamed
         return tiles(s["block_m"], 2 * s["block_n"], s["num_stages"])
-    if kernel == "decode":  # the group's query rows (16 or more) resident; K and V streamed
+    if kernel in ("decode", "decode_int4"):  # the group's query rows (16 or more) resident; K and V streamed
         return tiles(16, 2 * s["block_n"], s["num_stages"])
     # backward: dK/dV keeps K, V and streams Q, dO; dQ keeps Q, dO and streams K, V
     dkdv = tiles(2 * s["dkdv_block_n"], 2 * s["dkdv_block_m"], s["dkdv_stages"])
@@ -429,6 +432,7 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
     if "tma" in s:
         s["tma"] = s["tma"] and device.tma
     steps = {"forward": ("block_n", "num_stages", "block_m"), "decode": ("block_n", "num_stages", None),
+             "decode_int4": ("block_n", "num_stages", None),
              "backward": ("dkdv_block_m", "dkdv_stages", "dkdv_block_n")}[kernel]  # fmt: skip
     streamed, stages, resident = steps
     while _smem(kernel, s, size, d, device.capability >= (8, 0)) > device.smem_per_block:
@@ -459,7 +463,8 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
 # programs fill programs_per_sm per SM once, with no second, partial wave: at B8 Hkv8 Sk4096 that is 4
 # splits of 1024 keys, 47.2 us, against 48.6 us for 16 splits of 256. The interpreter gets BLOCK_M =
 # 2 * BLOCK_N, so that the diagonal of a causal tile spans two key blocks and the small test shapes still
-# cross several of them.
+# cross several of them. The INT4 decode's interpreter tile is 32 keys, so that the CPU tier's cases with groups
+# of 16 tokens take the per-channel load (16-key tiles) and the others the join.
 CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
 
 
@@ -494,6 +499,25 @@ def decode_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: i
     return DecodeConfig(keys, s["block_n"], s["num_warps"], s["num_stages"]), s["combine_elements"]
 
 
+def decode_int4_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: int, group_size: int,
+                       ) -> tuple[DecodeConfig, int]:
+    """The INT4 decode's split size and tile: a tile of keys never straddles two K groups (block_n <= group_size).
+
+    Its own entry, not the 16-bit decode's: unpacking makes each tile cost more instructions than the bytes it
+    reads, so it wants more programs per SM (latency hidden by the other programs, not by wide tiles) and fewer
+    warps. Measured on an H100 at 8x32/8 heads, D=128, bf16, G=32 (2026-11-24): 2 warps and about 4 programs
+    per SM, 62.7 us at 4096 keys and 220.8 us at 16384 against 122.7 and 457.5 us with the 16-bit decode's."""
+    s = CONFIGS.pick(device, "decode_int4", "float32" if dtype == torch.float32 else "16-bit")
+    block_n = min(s["block_n"], group_size)
+    if "keys_per_split" in s:
+        keys = triton.cdiv(s["keys_per_split"], block_n) * block_n
+    else:  # pragma: no cover - GPU only: splits from the SM count
+        # a power of two keys per split: 480 took 90.9 us at 4096 keys, 512 took 62.7 (H100, 2026-11-24)
+        splits = max(1, triton.cdiv(s["programs_per_sm"] * device.sms, n_groups))
+        keys = min(s["max_keys_per_split"], max(block_n, triton.next_power_of_2(triton.cdiv(seqlen_k, splits))))
+    return DecodeConfig(keys, block_n, s["num_warps"], s["num_stages"]), s["combine_elements"]
+
+
 # What `python -m autograder tune flash_attention` tries: around the H200's choices, with smaller tiles
 # and fewer stages for GPUs with less shared memory or fewer registers. float32 is graded for
 # correctness only: its settings are not timed.
@@ -522,6 +546,12 @@ SEARCH_SPACE = [
     SearchSpace("decode", "flash_attention.decode", {"16-bit": [_attn([8, 32, 1, 128], False, kv_heads=8, seq_k=4096)]},
                 grid(block_n=[32, 64], num_warps=[4], num_stages=[2, 3], programs_per_sm=[1, 2, 4],
                      min_blocks_per_split=[2], combine_elements=[4096])),
+    # the INT4 decode at KIVI's default group of 32 keys (its tile is then 32 keys whatever block_n says)
+    SearchSpace("decode_int4", "flash_attention.kv_int4",
+                {"16-bit": [_attn([8, 32, 1, 128], False, kv_heads=8, seq_k=16384, group_size=32),
+                            _attn([8, 32, 1, 128], False, kv_heads=8, seq_k=4096, group_size=128)]},
+                grid(block_n=[64], num_warps=[2, 4], num_stages=[2, 3], programs_per_sm=[2, 4, 8],
+                     max_keys_per_split=[1024, 2048], combine_elements=[4096])),
 ]  # fmt: skip
 
 
@@ -645,19 +675,22 @@ def attention_decode_int4(
     batch, n_heads_q, _, head_dim = q.shape
     n_heads_kv, seqlen_k = k_packed.shape[1], k_packed.shape[2]
     group = n_heads_q // n_heads_kv
-    # The 16-bit decode's splits; a tile of keys never straddles two K groups.
-    cfg, combine_elements = decode_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv)
+    cfg, combine_elements = decode_int4_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv, group_size)
     n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
     lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
+    block_n = cfg.block_n
+    # Triton 3.6 on an H100 computes every output wrong from a 16-key tile of join + reshape in 16 bits (right
+    # from 32 keys on, and in float32, whatever the warps): measured 2026-11-24, results/h100/NOTES.md. A 16-key
+    # tile (KIVI's groups of 16) loads each channel's byte instead, in every dtype.
     _attn_decode_int4_split_kernel[(n_splits, batch * n_heads_kv)](
         q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, o_part, lse_part, seqlen_k, k_scale.shape[2], group,
         cfg.keys_per_split, scale * LOG2E, GROUP_SIZE=group_size, HEAD_DIM=head_dim,
-        BLOCK_N=min(cfg.block_n, group_size), BLOCK_G=max(16, triton.next_power_of_2(group)),
-        DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        BLOCK_N=block_n, BLOCK_G=max(16, triton.next_power_of_2(group)), DOT_PRECISION=precision,
+        UNPACK_JOIN=block_n >= 32, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
     _attn_decode_combine_kernel[(batch * n_heads_q,)](
         o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),

@@ -509,8 +509,8 @@ GPU_KV_INT4 = [
     {"shape": [8, 32, 1, 128], "kv_heads": 8, "seq_k": 4096, "causal": False},
     {"shape": [2, 16, 1, 128], "kv_heads": 2, "seq_k": 777, "causal": False, "group_size": 128},
     {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False, "group_size": 16},
-    {"shape": [1, 32, 1, 128], "kv_heads": 8, "seq_k": 16384, "causal": False, "dist": "spread"},
-    {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile"},
+    {"shape": [1, 32, 1, 128], "kv_heads": 8, "seq_k": 16384, "causal": False, "dist": "spread", "group_size": 64},
+    {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile", "group_size": 16},
 ]
 
 
