@@ -218,8 +218,11 @@ TOLERANCES = {
 # groups per row (W4A16), M from 1 to 5; one K long enough that the reference solution splits it. Then
 # cases that reach every path of the reference's kernels: whole steps (K = 256) in the GEMV and the dot,
 # a one-row product of K = 2049 whose split-K programs walk several steps each (the last holding one
-# weight), the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program, and 40 x 130
-# products, several tiles of the dot kernels each way.
+# weight), the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program, a two-row
+# W4A16 GEMV split over K on three column tiles (the H200 runs the GEMV up to two rows: its programs must
+# count their splits per row and tile; the CPU tier's table sends two rows to the GEMV too), the W4A16 dot
+# over whole steps inside one scale group (3 x 384, groups of 128), and 40 x 130 products, several tiles of
+# the dot kernels each way.
 CPU_W8 = [
     {"M": 1, "K": 100, "N": 37},
     {"M": 3, "K": 64, "N": 5},
@@ -237,8 +240,10 @@ CPU_W4 = [
     {"M": 5, "K": 192, "N": 19, "group_size": 64},
     {"M": 1, "K": 512, "N": 33, "group_size": 32},
     {"M": 2, "K": 384, "N": 17, "group_size": 128},
+    {"M": 3, "K": 384, "N": 17, "group_size": 128},
     {"M": 4, "K": 160, "N": 9, "group_size": 16},
     {"M": 1, "K": 2048, "N": 130, "group_size": 256, "dist": "extreme"},
+    {"M": 2, "K": 1024, "N": 70, "group_size": 32},
     {"M": 40, "K": 192, "N": 130, "group_size": 64},
 ]
 # LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
