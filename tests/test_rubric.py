@@ -57,7 +57,7 @@ def _committed_copy_fractions() -> dict[str, float]:
     found = {}
     for path in sorted((REPO_ROOT / "results" / "h200").glob("grade_*_gpu_tier.json")):
         for t in json.loads(path.read_text())["tests"]:
-            if "speed" in t["tags"] and (m := re.search(r"= (\d+)% of copy bandwidth", t["output"])):
+            if "speed" in t["tags"] and (m := re.search(r"= (\d+)% of (?:the )?copy bandwidth", t["output"])):
                 slug, _, case = t["name"].split(" · ")
                 found[f"{slug} · {case}"] = int(m.group(1)) / 100
     return found

@@ -1,9 +1,14 @@
-"""Correct but slow: one warp holds two whole rows in registers, so the compiler spills (forward only).
+"""Correct but slow: one warp holds four whole rows in registers, so the compiler spills (forward only).
 
-Each thread of the single warp keeps 2 x N/32 values of x, and as many of the weight, live across the
-row's reduction: at N = 4096 that is more than the 255 registers a thread may have. It passes every
+Each thread of the single warp keeps 4 x N/32 values of x, and as many of the weight, live across the
+row's reduction: at N = 4096 that is far more than the 255 registers a thread may have. It passes every
 forward case; on a GPU its speed case is slow, and the grader's diagnosis (autograder/diagnose.py) must
 name the spills.
+
+Four rows, not two: measured on an H100 (torch 2.11, triton 3.6, 2026-11-24, the rmsnorm speed case's shape),
+two rows a program spill yet still reach 77% of the copy bandwidth (the L1 absorbs the spilled registers) and
+earn full speed points, so there is no slow speed case to diagnose; four rows reach 16%, eight 11%, against
+83% for the solution.
 """
 
 import course.env  # noqa: F401
@@ -11,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-ROWS = 2  # rows per program: twice the registers of one row
+ROWS = 4  # rows per program: four times the registers of one row
 
 
 @triton.jit
