@@ -95,129 +95,69 @@ def bench_linear(device: torch.device, smoke: bool, reps: int) -> list[dict[str,
 
 
 # --------------------------------------------------------------------------------------------------
-# Decode over an INT8 KV cache: the fused-dequantization kernel against the course's bf16 decode and SDPA
-# over the bf16 cache; memory of each format, and each output's error against attention over the
-# unquantized cache (the quantization's own error, which the grader leaves out on purpose).
+# Decode over a quantized KV cache, INT8 (per token) or INT4 KIVI (course/kivi.py): the fused-dequantization
+# kernel against the course's bf16 decode and SDPA over the bf16 cache; memory of each format, and each
+# output's error against attention over the unquantized cache (the quantization's own error, which the grader
+# leaves out on purpose).
 # --------------------------------------------------------------------------------------------------
 
 
-def bench_kv_quant(device: torch.device, smoke: bool, reps: int) -> list[dict[str, Any]]:
+def bench_kv(fmt: str, device: torch.device, smoke: bool, reps: int) -> list[dict[str, Any]]:
     from autograder.specs import flash_attention as spec
 
     kernels = load_kernels("flash_attention", "solutions")
-    seqs = [64, 300] if smoke else [4096, 16384, 65536]
     batch, heads_q, heads_kv, head_dim = (1, 4, 2, 32) if smoke else (8, 32, 8, 128)
+    group = spec.KV_INT4_GROUP
     out = []
-    for seq_k in seqs:
+    for seq_k in [64, 300] if smoke else [4096, 16384, 65536]:
         params = {"shape": [batch, heads_q, 1, head_dim], "kv_heads": heads_kv, "seq_k": seq_k, "causal": False,
-                  "dtype": "float32" if smoke else "bfloat16"}  # fmt: skip
+                  "dtype": "float32" if smoke else "bfloat16", **({"group_size": group} if fmt == "int4" else {})}
         dense = spec.make_forward_inputs(params, generator(SEED, device), device)
         q, k, v = dense["q"], dense["k"], dense["v"]
-        k_q, k_scale, v_q, v_scale = kernels.quantize_kv(k, v)
-        cache = {"q": q, "k_q": k_q, "k_scale": k_scale, "v_q": v_q, "v_scale": v_scale}
+        if fmt == "int8":
+            cache, reference = kernels.quantize_kv(k, v), spec.reference_kv_int8
+            names = ("k_q", "k_scale", "v_q", "v_scale")
+            decode = lambda: kernels.flash_decode_int8(q, *cache)  # noqa: E731
+        else:
+            cache, reference = kernels.quantize_kv_int4(k, v, group), spec.reference_kv_int4
+            names = spec.KV_INT4_NAMES[1:]
+            decode = lambda: kernels.flash_decode_int4(q, *cache, group)  # noqa: E731
         # The float64 references repeat K and V over the query heads (17 GB each at Sk = 65536): the checks
         # and the errors are taken on the first CHECKED sequences of the batch.
         few = slice(0, CHECKED)
-        graded_ref = spec.reference_kv_int8({n: t[few] for n, t in cache.items()}, params)["o"]  # dequantized cache
+        named = {"q": q, **dict(zip(names, cache))}
+        o_quant, o_bf16 = decode(), kernels.flash_attention(q, k, v)
+        verdict = compare("o", o_quant[few], reference({n: t[few] for n, t in named.items()}, params)["o"],
+                          spec.TOLERANCES[params["dtype"]])  # fmt: skip
         exact = spec.reference_forward({n: t[few] for n, t in dense.items()}, params)["o"]  # unquantized cache
-        o_int8 = kernels.flash_decode_int8(q, k_q, k_scale, v_q, v_scale)
-        o_bf16 = kernels.flash_attention(q, k, v)
-        verdict = compare("o", o_int8[few], graded_ref, spec.TOLERANCES[params["dtype"]])
-        del graded_ref
 
         def err(o: torch.Tensor) -> float:  # max |o - exact| relative to mean |exact|
             return ((o[few].double() - exact).abs().max() / exact.abs().mean()).item()
 
-        fns = {
-            "int8 fused": lambda: kernels.flash_decode_int8(q, k_q, k_scale, v_q, v_scale),
-            "course bf16 decode": lambda: kernels.flash_attention(q, k, v),
-            "SDPA bf16": lambda: spec.sdpa_baseline(dense, params),
-        }
-        us = _time(fns, device, reps)
-        bytes_16 = k.nbytes + v.nbytes
-        bytes_8 = k_q.nbytes + v_q.nbytes + k_scale.nbytes + v_scale.nbytes
-        out.append({"B": batch, "Hq": heads_q, "Hkv": heads_kv, "Sk": seq_k, "D": head_dim, "dtype": params["dtype"],
-                    "check": verdict.ok, "max_error_of_tolerance": round(verdict.max_error, 4),
-                    "cache_mb": {"16-bit": round(bytes_16 / 2**20, 2), "int8": round(bytes_8 / 2**20, 2)},
-                    "memory_ratio": round(bytes_8 / bytes_16, 4),
-                    "error_vs_unquantized": {"int8 fused": err(o_int8), "course bf16 decode": err(o_bf16)},
-                    "us": {n: round(t, 2) for n, t in us.items()},
-                    "int8_vs_course_bf16": round(us["course bf16 decode"] / us["int8 fused"], 3),
-                    "int8_vs_sdpa": round(us["SDPA bf16"] / us["int8 fused"], 3),
-                    "int8_cache_gbps": round(bytes_8 / us["int8 fused"] / 1e3, 1)})  # fmt: skip
-    print("\ndecode over an INT8 KV cache: microseconds; ratios > 1 mean the INT8 kernel is faster")
-    print(
-        "\n".join(
-            markdown_table(
-                ["Sk", "ok", *out[0]["us"], "vs bf16", "vs SDPA", "memory", "err int8", "err bf16", "GB/s"],
-                [
-                    [
-                        r["Sk"],
-                        r["check"],
-                        *r["us"].values(),
-                        r["int8_vs_course_bf16"],
-                        r["int8_vs_sdpa"],
-                        r["memory_ratio"],
-                        *(f"{e:.2e}" for e in r["error_vs_unquantized"].values()),
-                        r["int8_cache_gbps"],
-                    ]
-                    for r in out
-                ],
-            )
-        )
-    )
-    return out
-
-
-# --------------------------------------------------------------------------------------------------
-# Decode over the INT4 KIVI cache (course/kivi.py), the same way: against the course's bf16 decode and SDPA.
-# --------------------------------------------------------------------------------------------------
-
-
-def bench_kv_int4(device: torch.device, smoke: bool, reps: int) -> list[dict[str, Any]]:
-    from autograder.specs import flash_attention as spec
-
-    kernels = load_kernels("flash_attention", "solutions")
-    batch, heads_q, heads_kv, head_dim = (1, 4, 2, 32) if smoke else (8, 32, 8, 128)
-    out = []
-    for seq_k in [64, 300] if smoke else [4096, 16384, 65536]:
-        params = {"shape": [batch, heads_q, 1, head_dim], "kv_heads": heads_kv, "seq_k": seq_k, "causal": False,
-                  "dtype": "float32" if smoke else "bfloat16", "group_size": spec.KV_INT4_GROUP}  # fmt: skip
-        dense = spec.make_forward_inputs(params, generator(SEED, device), device)
-        q, k, v = dense["q"], dense["k"], dense["v"]
-        cache = kernels.quantize_kv_int4(k, v, spec.KV_INT4_GROUP)
-        named = {"q": q, **dict(zip(spec.KV_INT4_NAMES[1:], cache))}
-        few = slice(0, CHECKED)  # as in bench_kv_quant: the float64 references on the first sequences only
-        o_int4 = kernels.flash_decode_int4(q, *cache, spec.KV_INT4_GROUP)
-        verdict = compare("o", o_int4[few], spec.reference_kv_int4({n: t[few] for n, t in named.items()}, params)["o"],
-                          spec.TOLERANCES[params["dtype"]])  # fmt: skip
-        exact = spec.reference_forward({n: t[few] for n, t in dense.items()}, params)["o"]
-        error = ((o_int4[few].double() - exact).abs().max() / exact.abs().mean()).item()
-        us = _time({"int4 fused": lambda: kernels.flash_decode_int4(q, *cache, spec.KV_INT4_GROUP),
-                    "course bf16 decode": lambda: kernels.flash_attention(q, k, v),
+        us = _time({fmt: decode, "course bf16 decode": lambda: kernels.flash_attention(q, k, v),
                     "SDPA bf16": lambda: spec.sdpa_baseline(dense, params)}, device, reps)  # fmt: skip
         nbytes = sum(t.nbytes for t in cache)
         out.append({"B": batch, "Hq": heads_q, "Hkv": heads_kv, "Sk": seq_k, "D": head_dim, "dtype": params["dtype"],
-                    "group_size": spec.KV_INT4_GROUP, "check": verdict.ok, "max_error_of_tolerance": round(verdict.max_error, 4),
-                    "cache_mb": round(nbytes / 2**20, 2), "memory_ratio": round(nbytes / (k.nbytes + v.nbytes), 4),
-                    "error_vs_unquantized": error, "us": {n: round(t, 2) for n, t in us.items()},
-                    "int4_vs_course_bf16": round(us["course bf16 decode"] / us["int4 fused"], 3),
-                    "int4_vs_sdpa": round(us["SDPA bf16"] / us["int4 fused"], 3),
-                    "int4_cache_gbps": round(nbytes / us["int4 fused"] / 1e3, 1)})  # fmt: skip
-    print("\ndecode over an INT4 KIVI cache: microseconds; ratios > 1 mean the INT4 kernel is faster")
-    print(f"{'Sk':>6} {'ok':>3} {'int4':>8} {'bf16':>8} {'SDPA':>8} {'vs bf16':>7} {'vs SDPA':>7} {'memory':>7} {'err int4':>9} {'GB/s':>6}")
-    for r in out:
-        u = r["us"]
-        print(f"{r['Sk']:>6} {'y' if r['check'] else 'NO':>3} {u['int4 fused']:>8.1f} {u['course bf16 decode']:>8.1f} "
-              f"{u['SDPA bf16']:>8.1f} {r['int4_vs_course_bf16']:>7.2f} {r['int4_vs_sdpa']:>7.2f} "
-              f"{r['memory_ratio']:>6.3f}x {r['error_vs_unquantized']:>9.2e} {r['int4_cache_gbps']:>6.0f}")  # fmt: skip
+                    **({"group_size": group} if fmt == "int4" else {}), "check": verdict.ok,
+                    "max_error_of_tolerance": round(verdict.max_error, 4), "cache_mb": round(nbytes / 2**20, 2),
+                    "memory_ratio": round(nbytes / (k.nbytes + v.nbytes), 4),
+                    "error_vs_unquantized": {fmt: err(o_quant), "course bf16 decode": err(o_bf16)},
+                    "us": {n: round(t, 2) for n, t in us.items()},
+                    "vs_course_bf16": round(us["course bf16 decode"] / us[fmt], 3),
+                    "vs_sdpa": round(us["SDPA bf16"] / us[fmt], 3),
+                    "cache_gbps": round(nbytes / us[fmt] / 1e3, 1)})  # fmt: skip
+    print(f"\ndecode over an {fmt.upper()} KV cache: microseconds; ratios > 1: the {fmt.upper()} kernel is faster")
+    head = ["Sk", "ok", *out[0]["us"], "vs bf16", "vs SDPA", "memory", f"err {fmt}", "err bf16", "GB/s"]
+    rows = [[r["Sk"], r["check"], *r["us"].values(), r["vs_course_bf16"], r["vs_sdpa"], r["memory_ratio"],
+             *(f"{e:.2e}" for e in r["error_vs_unquantized"].values()), r["cache_gbps"]] for r in out]  # fmt: skip
+    print("\n".join(markdown_table(head, rows)))
     return out
 
 
 SECTIONS: dict[str, Callable[[torch.device, bool, int], list[dict[str, Any]]]] = {
     "linear": bench_linear,
-    "kv_quant": bench_kv_quant,
-    "kv_int4": bench_kv_int4,
+    "kv_quant": lambda device, smoke, reps: bench_kv("int8", device, smoke, reps),
+    "kv_int4": lambda device, smoke, reps: bench_kv("int4", device, smoke, reps),
 }
 
 
