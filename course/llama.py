@@ -202,7 +202,11 @@ def torch_rope(x: torch.Tensor, rotary: Rotary, start: int) -> torch.Tensor:
 
 
 def torch_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    # Under torch.compile with dynamic shapes `seq > 1` is a symbolic bool, which SDPA's is_causal refuses;
+    # branching on it makes the compiler decide it (a guard) and pass SDPA a constant.
+    if causal:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=False, enable_gqa=True)
 
 
 def torch_swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -109,6 +109,22 @@ def test_training_step_gradients_match_a_float64_block(kernels, weights, batch, 
     assert max(errors.values()) < REL_TOL[torch.float32], errors
 
 
+@pytest.mark.parametrize("seqs", [(5, 7, 9), (1, 6)])
+def test_pytorch_attention_compiles_with_dynamic_sequence_lengths(seqs):
+    """The PyTorch block's baseline under torch.compile: a new length makes the shapes dynamic, and SDPA must
+    still get a plain bool for is_causal (it refused the symbolic `seq > 1` on an H100, every prefill size)."""
+    from course.llama import torch_attention
+
+    def attend(q, k, v):
+        return torch_attention(q, k, v, q.shape[2] > 1)
+
+    compiled = torch.compile(attend, fullgraph=True, backend="eager")
+    g = torch.Generator().manual_seed(0)
+    for s in seqs:
+        q, k, v = (torch.randn(1, h, s, 16, generator=g) for h in (4, 2, 2))
+        torch.testing.assert_close(compiled(q, k, v), attend(q, k, v))
+
+
 def test_prompt_not_at_position_zero_is_refused(weights):
     x = torch.randn(1, 3, TINY.hidden_size, device=DEVICE)
     with pytest.raises(ValueError, match="must start at position 0"):
