@@ -389,11 +389,9 @@ def _attn_decode_int4_split_kernel(
     """The split-K decode of flash_attention.decode over the KIVI INT4 cache (course/kivi.py)."""
     ### BEGIN SOLUTION flash_attention.kv_int4
     #> The decode split kernel over K = code * k_scale[group, d] + k_zero[group, d] (per channel, one group per
-    #> tile of keys) and V = code * v_scale[t] + v_zero[t] (per token). Unpack the bytes with tl.join and
-    #> tl.reshape; fold the scales and zeros into q, the scores and the probabilities instead of building
-    #> dequantized tiles (not exact in 16 bits). Partial results as in the decode kernel. When UNPACK_JOIN is
-    #> False (16-key tiles in 16 bits, which Triton 3.6 miscompiles with join + reshape on an H100), load for
-    #> each channel d its byte d // 2 and shift it right by 4 * (d % 2) instead.
+    #> tile of keys) and V = code * v_scale[t] + v_zero[t] (per token). Unpack with tl.join and tl.reshape when
+    #> UNPACK_JOIN, else channel d from byte d // 2 shifted by 4 * (d % 2); fold the scales and zeros into q, the
+    #> scores and the probabilities, not into dequantized tiles (not exact in 16 bits). Partials as in decode.
     #> More: python -m autograder hint flash_attention.kv_int4
     HALF: tl.constexpr = HEAD_DIM // 2
     split = tl.program_id(0)
