@@ -23,8 +23,10 @@ $(VENV)/.installed-hf: $(STAMP)
 grade: $(STAMP)  ## grade your kernels in assignments/ (CPU tier without a GPU, GPU tier with one)
 	$(PY) -m autograder grade $(ARGS)
 
+# Two processes: the tests wait on grader subprocesses much of the time. A file's tests (a notebook's cells)
+# stay together in one process (--dist loadfile).
 test: $(VENV)/.installed-hf  ## the course's own tests, notebooks included
-	$(PY) -m pytest --nbval-lax $(ARGS)
+	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax $(ARGS)
 
 lab: $(STAMP)  ## open the notebooks in JupyterLab
 	$(VENV)/bin/jupyter lab notebooks/
