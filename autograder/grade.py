@@ -43,7 +43,7 @@ CHECKED_TIMED_CALLS = 5
 WARMUP_INPUTS = 2  # input sets the warm-up cycles over, none of them used again in a timed call
 # Timing stops before `reps` once MIN_REPS timed calls have run and the spread (interquartile range over
 # median) of the kernel's and the baseline's times is at most SETTLED_SPREAD; the committed H200 stability
-# runs (results/h200/stability.md) had spreads of 0.3-3% on all but the 4096^3 matmul (7-10%), which keeps
+# runs (results/h200/stability_2026-11-21.md) had spreads of 0.3-3% on all but the 4096^3 matmul (7-10%), which keeps
 # its 50. The checked outputs are drawn among the first MIN_REPS calls, which always run.
 MIN_REPS = 20
 SETTLED_SPREAD = 0.03

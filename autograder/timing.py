@@ -142,7 +142,7 @@ def _timed_call(fn: Callable[[Any], object], arg: Any, cuda: bool, flush: torch.
 # More than a graded call's host time, so launch cost stays out of the timing. A wrapper alone takes tens
 # of us, but during grading every PyTorch op also passes through the grader's op recorder (tens of us
 # each): at 300 us, the matmul solution's padding path (a dozen ops) outran the spin in some calls and
-# its times split into two modes, 46 and 90 us (results/h200/stability.md).
+# its times split into two modes, 46 and 90 us (results/h200/stability_2026-11-21.md).
 HEAD_START_US = 1000
 _cycles_per_us: dict[int, int] = {}
 

@@ -565,7 +565,7 @@ ASSIGNMENT = Assignment(
                   baseline_name="SDPA (flash backend)", zero_at=0.25),
         # Full bonus at 0.9x PyTorch's own decode path (cuDNN's kernel on an H200), which already streams K
         # and V at the bandwidth this launch-plus-ramp-bound size allows (README, section 6). The reference
-        # runs 1.01-1.05x over five gradings (results/h200/stability.md): full points at parity would hang
+        # runs 1.01-1.05x over five gradings (results/h200/stability_2026-11-21.md): full points at parity would hang
         # on noise, so the threshold sits 10% below.
         SpeedCase("flash_attention.decode", DECODE_SPEED, 10, 0.9, attention_bytes, baseline=sdpa_baseline,
                   baseline_name="SDPA (enable_gqa)", zero_at=0.5, bonus=True),
