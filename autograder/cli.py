@@ -35,8 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="cpu: interpreter tier; cuda: GPU tier (default: cuda if there is a GPU)")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write Gradescope's results.json here; a FILE "
                    "naming {slug} gets one file per assignment")
-    g.add_argument("--jobs", type=int, metavar="N", help="assignments whose correctness cases run at once (default: one "
-                   "per CPU core, as many as the GPU's memory holds); speed cases are timed afterwards, one at a time")
+    g.add_argument("--jobs", type=int, metavar="N", help="gradings whose correctness cases run at once (default: one "
+                   "per CPU core, as many as the GPU's memory holds; on a GPU, spare cores share an assignment's parts "
+                   "among several gradings of it); speed cases are timed afterwards, one at a time")
     g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
     g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU); after a "
                    "case runs out of time the rest of its part is not run, and later cases get a quarter of it")
@@ -207,7 +208,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     each = ", ".join(f"{slug} {s:.0f}" for slug, s in phases.per_speed_s.items())
     speed = f", speed {phases.speed_s:.1f} s: {each}" if phases.per_speed_s else ""
     err.print(f"Graded in {time.perf_counter() - start:.1f} s (correctness {phases.correctness_s:.1f} s{speed}; "
-              f"{min(jobs, len(files))} at once).", highlight=False)  # fmt: skip
+              f"{min(jobs, phases.gradings or len(files))} at once).", highlight=False)  # fmt: skip
     if args.json and "{slug}" in str(args.json):
         for result in results:
             path = Path(str(args.json).replace("{slug}", result.slug))

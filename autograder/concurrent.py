@@ -8,6 +8,12 @@ children are still forked by the one zygote (autograder/runner.py), and this pro
 waiting on them or in PyTorch (the references), which releases the GIL. The speed phase starts only once
 every correctness phase has ended, and times one assignment after the other in course order, so that a
 timing shares the GPU with nothing.
+
+On a GPU, cores left over once every assignment has one go to the assignments with the most parts: several
+gradings of the same file (shards), each with its own worker and replayer, take that assignment's parts one at a
+time from a queue they share, and their results are put back together in spec order. A GPU grading's correctness phase is mostly Triton compiling
+each kernel specialization once, on one core per process: flash_attention's 93 cases took 217 s on an H100 with
+Triton's cache empty and 20 s with it full (results/h100/NOTES.md), and it was the last assignment to finish.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grade import WARMUP_INPUTS, AssignmentGrading, AssignmentResult, Progress, Selection
+from autograder.grade import WARMUP_INPUTS, AssignmentGrading, AssignmentResult, PartQueue, Progress, Selection
+from autograder.specs import load_spec
 
 # Cores per assignment graded at once. One assignment leaves cores idle (its worker waits while this process
 # judges, its replayer waits for tapes), so one per core pays: every solution on the CPU tier, on 2 shared cores
@@ -48,8 +55,6 @@ def default_jobs(assignments: int, cores: int | None = None, gpu_free: int | Non
 def gpu_need(slugs: list[str]) -> int:
     """Bytes of GPU memory one of these assignments may hold in its correctness phase, at most: its largest speed
     case recorded (RECORDED_INPUT_SETS input sets and an output) beside its untimed replay, and two CUDA contexts."""
-    from autograder.specs import load_spec
-
     largest = max((sc.bytes_moved(sc.params) for slug in slugs for sc in load_spec(slug).speed), default=0)
     return CONTEXTS_BYTES + (RECORDED_INPUT_SETS + 1) * largest
 
@@ -61,7 +66,37 @@ def jobs_for(slugs: list[str], device_name: str) -> int:
     import torch
 
     free, _ = torch.cuda.mem_get_info()
-    return default_jobs(len(slugs), gpu_free=free, gpu_need=gpu_need(slugs))
+    parts = sum(len(load_spec(slug).parts) for slug in slugs)  # the most gradings that shards can make of them
+    return default_jobs(parts, gpu_free=free, gpu_need=gpu_need(slugs))
+
+
+def shard_counts(parts: dict[str, int], slots: int) -> dict[str, int]:
+    """How many gradings (shards) each assignment gets: one each, then each free slot to the assignment with the
+    most parts per shard, while it has more parts than shards. `parts`: slug -> parts with a case to grade."""
+    counts = {slug: 1 for slug in parts}
+    for _ in range(max(0, slots - len(parts))):
+        splittable = [slug for slug in parts if counts[slug] < parts[slug]]
+        if not splittable:
+            break
+        counts[max(splittable, key=lambda slug: (parts[slug] / counts[slug], parts[slug]))] += 1
+    return counts
+
+
+def merge_shards(results: list[AssignmentResult]) -> AssignmentResult:
+    """One assignment's result from its shards': correctness cases part by part in spec order, then speed cases in
+    spec order, as one grading would have listed them."""
+    if len(results) == 1:
+        return results[0]
+    spec = load_spec(results[0].slug)
+    parts = [p.task for p in spec.parts]
+    speed = [(sc.task, sc.name) for sc in spec.speed]
+    cases = [c for r in results for c in r.cases]
+    correctness = sorted((c for c in cases if c.kind != "speed"), key=lambda c: parts.index(c.task))  # stable
+    timed = sorted((c for c in cases if c.kind == "speed"),
+                   key=lambda c: speed.index((c.task, c.name)) if (c.task, c.name) in speed else len(speed))  # fmt: skip
+    notes = list(dict.fromkeys(r.note for r in results if r.note))
+    first = results[0]
+    return AssignmentResult(first.slug, first.title, first.tier, correctness + timed, " ".join(notes))
 
 
 @dataclass
@@ -72,6 +107,7 @@ class Phases:
     speed_s: float = 0.0
     per_speed_s: dict[str, float] = field(default_factory=dict)
     per_correctness_s: dict[str, float] = field(default_factory=dict)
+    gradings: int = 0  # assignments graded, counting each shard of one
 
 
 def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None = None, seed: int | None = None,
@@ -79,13 +115,23 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
                       progress: Callable[[str], Progress] = lambda slug: lambda s: None,
                       selection: Selection | None = None,
                       on_result: Callable[[AssignmentResult], None] = lambda r: None,
-                      phases: Phases | None = None, import_timeout: float | None = None) -> list[AssignmentResult]:
+                      phases: Phases | None = None, import_timeout: float | None = None,
+                      split: bool | None = None) -> list[AssignmentResult]:
     """Grade `files` (slug -> kernels.py), results in the order of `files`; `on_result` is called with each, in that
-    order, as soon as it and those before it are done. `progress(slug)` gives each assignment's progress callback."""
+    order, as soon as it and those before it are done. `progress(slug)` gives each assignment's progress callback.
+    `split`: share an assignment's parts among several gradings when `jobs` leaves cores over (default: on a GPU,
+    when no seed is fixed)."""
     jobs = jobs or jobs_for(list(files), device_name)
     phases = phases if phases is not None else Phases()
-    gradings = [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection,
-                                  import_timeout) for slug, path in files.items()]  # fmt: skip
+    # Shards only with unpredictable seeds: a fixed --seed reproduces a grading case for case, whatever the cores.
+    split = device_name == "cuda" and seed is None if split is None else split
+    shards = _plan(files, device_name, jobs if split else len(files), selection)
+    gradings = []
+    for slug, path in files.items():
+        queue = PartQueue([p.task for p in load_spec(slug).parts]) if shards[slug] > 1 else None
+        gradings += [AssignmentGrading(slug, path, device_name, seed, timeout, reps, progress(slug), selection,
+                                       import_timeout, queue) for _ in range(shards[slug])]  # fmt: skip
+    phases.gradings = len(gradings)
     results: list[AssignmentResult] = []
     start = time.perf_counter()
     # The pool's threads live until the speed phase has ended: a child started without the zygote dies with the
@@ -95,24 +141,32 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
         def correctness(grading: AssignmentGrading) -> None:
             t0 = time.perf_counter()
             grading.correctness()
-            phases.per_correctness_s[grading.spec.slug] = time.perf_counter() - t0
+            slug = grading.spec.slug
+            phases.per_correctness_s[slug] = max(phases.per_correctness_s.get(slug, 0.0), time.perf_counter() - t0)
+
+        def finished(slug: str) -> AssignmentResult:
+            return merge_shards([g.close() for g in gradings if g.spec.slug == slug])
 
         futures: list[Future] = [pool.submit(correctness, g) for g in gradings]
         if not any(g.timed for g in gradings):  # no timing waits for a quiet GPU: each is done with its correctness
-            for grading, future in zip(gradings, futures):
-                future.result()
-                results.append(grading.close())
+            for slug in files:
+                for grading, future in zip(gradings, futures):
+                    if grading.spec.slug == slug:
+                        future.result()
+                results.append(finished(slug))
                 on_result(results[-1])
             phases.correctness_s = time.perf_counter() - start
             return results
         for future in futures:
             future.result()
         phases.correctness_s = time.perf_counter() - start
-        for grading in gradings:
+        for slug in files:
             t0 = time.perf_counter()
-            grading.speed()
-            phases.per_speed_s[grading.spec.slug] = time.perf_counter() - t0
-            results.append(grading.close())
+            for grading in gradings:
+                if grading.spec.slug == slug:
+                    grading.speed()
+            phases.per_speed_s[slug] = time.perf_counter() - t0
+            results.append(finished(slug))
             on_result(results[-1])
         phases.speed_s = time.perf_counter() - start - phases.correctness_s
         return results
@@ -126,3 +180,12 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
         pool.shutdown(wait=True, cancel_futures=True)
         for grading in gradings:
             grading.close()
+
+
+def _plan(files: dict[str, Path], device_name: str, slots: int, selection: Selection | None) -> dict[str, int]:
+    """How many gradings share each assignment (shard_counts); one where kernels.py is missing (nothing runs)."""
+    chosen = selection or Selection()
+    tier = "gpu" if device_name == "cuda" else "cpu"
+    parts = {slug: sum(1 for p in load_spec(slug).parts if chosen.cases(p, tier)) if path.exists() else 1
+             for slug, path in files.items()}  # fmt: skip
+    return shard_counts(parts, slots)

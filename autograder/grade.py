@@ -20,8 +20,9 @@ import math
 import os
 import secrets
 import statistics
+import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -585,6 +586,19 @@ def grading_device(device: torch.device) -> Device:
     return cuda_device(device.index if device.index is not None else torch.cuda.current_device())
 
 
+class PartQueue:
+    """The parts of one assignment still to grade, taken one at a time by the gradings (shards) that share it:
+    a shard that finishes a part takes the next, so the slowest part ends up alone without knowing which it is."""
+
+    def __init__(self, tasks: list[str]) -> None:
+        self._tasks = list(tasks)
+        self._lock = threading.Lock()
+
+    def take(self) -> str | None:
+        with self._lock:
+            return self._tasks.pop(0) if self._tasks else None
+
+
 class AssignmentGrading:
     """One assignment of one submission, graded in two phases with a worker and a replayer of its own.
 
@@ -595,8 +609,10 @@ class AssignmentGrading:
 
     def __init__(self, slug: str, kernels_file: Path, device_name: str, seed: int | None = None,
                  timeout: float | None = None, reps: int = 50, progress: Progress = lambda s: None,
-                 selection: Selection | None = None, import_timeout: float | None = None) -> None:  # fmt: skip
+                 selection: Selection | None = None, import_timeout: float | None = None,
+                 shared: PartQueue | None = None) -> None:  # fmt: skip
         self.spec = spec = load_spec(slug)
+        self.shared = shared  # the parts this grading takes from, when several gradings share the assignment
         self.selection = selection = selection or Selection()
         self.tier = tier = "gpu" if device_name == "cuda" else "cpu"
         self.device = torch.device(device_name)
@@ -635,7 +651,9 @@ class AssignmentGrading:
             if str(lost).startswith("Timed out"):
                 self.limits.hung = "importing kernels.py"
         passed_tasks = set()
-        for part in spec.parts:
+        mine = []  # the parts this grading graded: all of them, or those it took from the shared queue
+        for part in self._parts():
+            mine.append(part.task)
             graded = self.graded[part.task]
             runnable = [c for c in graded if not not_gradeable(self.gpu, c.params.get("dtype", ""))]
             cases = _correctness(spec, part, runnable, self.tier, worker, replayer, self.device, self.seeds, self.limits,
@@ -650,6 +668,8 @@ class AssignmentGrading:
                            "GPU speed.")
         for index in self.selection.speed_cases(spec):
             sc = spec.speed[index]
+            if sc.task not in mine:  # another shard's part: that shard records and times it
+                continue
             why = not_gradeable(self.gpu, sc.params.get("dtype", ""))
             if not self.timed:
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
@@ -670,6 +690,13 @@ class AssignmentGrading:
                     recorded = recorded.result  # its place in the report; filled in when it is timed
                 result.cases.append(recorded)
         worker.cleanup()  # every call of the submission has run: the speed phase replays and times tapes only
+
+    def _parts(self) -> Iterator[Part]:
+        if self.shared is None:
+            yield from self.spec.parts
+            return
+        while (task := self.shared.take()) is not None:
+            yield self.spec.part(task)
 
     def speed(self) -> None:
         """Time every recorded speed case, in spec order: alone on the GPU (nothing else of this grader runs)."""

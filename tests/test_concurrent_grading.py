@@ -44,6 +44,34 @@ def test_concurrent_grading_gives_the_serial_statuses_and_points(tmp_path: Path)
     assert any(status == "timeout" for _, status in swiglu), swiglu
 
 
+def test_shards_of_one_assignment_give_the_cases_of_one_grading_in_spec_order() -> None:
+    """Several gradings taking rmsnorm's parts from one queue (as a GPU's spare cores do): every case once, in the
+    order one grading lists them, the same statuses; and the speed cases (CPU-sized) each timed by one shard."""
+    files = {"rmsnorm": REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py"}
+    selection = Selection(max_cases=1, speed=True, max_speed_cases=2, speed_params={"shape": [5, 300], "dtype": "float32"})
+    whole = concurrent.grade_assignments(files, "cpu", jobs=1, selection=selection, split=False, reps=3)
+    phases = concurrent.Phases()
+    sharded = concurrent.grade_assignments(files, "cpu", jobs=3, selection=selection, split=True, reps=3, phases=phases)
+    assert phases.gradings == 3
+    assert [(c.kind, c.task, c.name, c.status) for c in sharded[0].cases] == \
+        [(c.kind, c.task, c.name, c.status) for c in whole[0].cases]  # fmt: skip
+    correctness = [c for c in sharded[0].cases if c.kind != "speed"]
+    timed = [c for c in sharded[0].cases if c.kind == "speed"]
+    assert len(correctness) == 3 and all(c.status == "passed" for c in correctness), [(c.name, c.status) for c in correctness]
+    # timed (on a CPU they fall short of the GPU's thresholds), not skipped as another shard's part would be
+    assert len(timed) == 2 and all(c.status in ("passed", "failed") and " us, " in c.message for c in timed), \
+        [(c.name, c.status, c.message) for c in timed]  # fmt: skip
+
+
+def test_spare_slots_go_to_the_assignments_with_the_most_parts_per_shard() -> None:
+    assert concurrent.shard_counts({"fusion": 2, "flash_attention": 8, "tiling": 1}, 3) == \
+        {"fusion": 1, "flash_attention": 1, "tiling": 1}  # fmt: skip
+    assert concurrent.shard_counts({"fusion": 2, "flash_attention": 8, "tiling": 1}, 7) == \
+        {"fusion": 1, "flash_attention": 5, "tiling": 1}  # fmt: skip
+    assert concurrent.shard_counts({"fusion": 2, "flash_attention": 8, "tiling": 1}, 64) == \
+        {"fusion": 2, "flash_attention": 8, "tiling": 1}  # fmt: skip
+
+
 def test_default_jobs_is_one_assignment_per_core_and_never_more_than_there_are() -> None:
     assert concurrent.default_jobs(8, cores=16) == 8
     assert concurrent.default_jobs(8, cores=2) == 2
