@@ -11,9 +11,10 @@ timing shares the GPU with nothing.
 
 On a GPU, cores left over once every assignment has one go to the assignments with the most parts: several
 gradings of the same file (shards), each with its own worker and replayer, take that assignment's parts one at a
-time from a queue they share, and their results are put back together in spec order. A GPU grading's correctness phase is mostly Triton compiling
-each kernel specialization once, on one core per process: flash_attention's 93 cases took 217 s on an H100 with
-Triton's cache empty and 20 s with it full (results/h100/NOTES.md), and it was the last assignment to finish.
+time from a queue they share, and their results are put back together in spec order. A GPU grading's correctness
+phase is mostly Triton compiling each kernel specialization once, on one core per process: flash_attention's 93
+cases took 217 s on an H100 with Triton's cache empty and 20 s with it full (results/h100/NOTES.md), and it was
+the last assignment to finish.
 """
 
 from __future__ import annotations
