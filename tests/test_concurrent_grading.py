@@ -63,6 +63,24 @@ def test_shards_of_one_assignment_give_the_cases_of_one_grading_in_spec_order() 
         [(c.name, c.status, c.message) for c in timed]  # fmt: skip
 
 
+def test_a_hung_kernel_in_shards_costs_about_one_time_limit_and_is_reported_where_it_hung(tmp_path: Path) -> None:
+    """rmsnorm whose forward never returns, graded by three shards: the forward and backward shards (backward calls
+    the forward) each wait out one limit side by side; the fused-linear bonus, which does not call it, passes."""
+    hung = tmp_path / "kernels.py"
+    hung.write_text((REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py").read_text()
+                    + "\n\ndef rmsnorm(x, weight, eps=1e-6):\n    while True:\n        pass\n")  # fmt: skip
+    limit = 10.0
+    t0 = time.perf_counter()
+    result = concurrent.grade_assignments({"rmsnorm": hung}, "cpu", jobs=3, timeout=limit, import_timeout=120.0,
+                                          selection=Selection(max_cases=2), split=True)[0]  # fmt: skip
+    seconds = time.perf_counter() - t0
+    status = {(c.task, c.name): c.status for c in result.cases if c.kind != "speed"}
+    forward = [s for (task, _), s in status.items() if task == "rmsnorm.forward"]
+    assert forward[0] == "timeout" and "passed" not in forward, status
+    assert all(s == "passed" for (task, _), s in status.items() if task == "rmsnorm.linear"), status
+    assert seconds < 4 * limit + 60, seconds  # one limit per shard, the shards side by side; not one per case
+
+
 def test_spare_slots_go_to_the_assignments_with_the_most_parts_per_shard() -> None:
     assert concurrent.shard_counts({"fusion": 2, "flash_attention": 8, "tiling": 1}, 3) == \
         {"fusion": 1, "flash_attention": 1, "tiling": 1}  # fmt: skip
