@@ -441,7 +441,7 @@ def _w(bits: int, m: int, k: int = 4096, ns: tuple[int, ...] = (14336,)) -> list
 
 
 # The decode bucket is timed on both graded decode shapes: tuned on 14336 columns alone, block_n 64 won by 1%
-# on an H200 and cost the 4096-column case 12% (11.1 -> 12.4 us).
+# on an H200 and cost the 4096-column case 14% (10.9 -> 12.4 us).
 SEARCH_SPACE = [
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=1": _w(4, 1, ns=(14336, 4096))},
                 [_gemv(32, 128, 2, 8), _gemv(16, 128, 1, 16), _gemv(64, 128, 2, 8), _gemv(32, 256, 4, 8), _gemv(32, 128, 2, 16)]),
