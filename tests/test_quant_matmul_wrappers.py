@@ -63,5 +63,14 @@ def test_the_h200_settings_serve_the_h100_and_other_gpus_get_the_defaults() -> N
     assert k.quant_config(h100, 4, 16, torch.bfloat16) != k.default_config(4, 16)
     assert k.quant_config(KNOWN_GPUS["NVIDIA A100-SXM4-80GB"], 4, 16, torch.float16) == k.default_config(4, 16)
     assert k.quant_config(h200, 8, 3, torch.float32) == k.default_config(8, 3)  # float32: correctness only
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA A10", "NVIDIA L4", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 5090"])
+def test_a_float32_dot_on_a_99_kb_gpu_takes_one_stage(gpu: str) -> None:
+    """Two stages of the default float32 tile need 100 KB with groups of 32 (python -m autograder portability)."""
+    cfg = k.quant_config(KNOWN_GPUS[gpu], 4, 100, torch.float32)
+    assert isinstance(cfg, k.DotConfig) and cfg.num_stages == 1
+    assert k.quant_config(KNOWN_GPUS[gpu], 4, 100, torch.float16).num_stages == 2
+    assert k.quant_config(KNOWN_GPUS["NVIDIA A100-SXM4-80GB"], 4, 100, torch.float32).num_stages == 2
     x = torch.randn(3, 64)
     assert k.pick_config(4, 3, x) == k.default_config(4, 3)  # the interpreter: defaults
