@@ -19,14 +19,18 @@ SMs, TMA, bfloat16 tensor cores), so that every GPU gets settings that fit.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from course.device import Device
+
+T = TypeVar("T")
+_MISSING = object()
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TABLE_NAME = "configs.json"
@@ -53,6 +57,7 @@ class ConfigTable:
         self._cache: dict[tuple[Device, str, str], Any] = {}
         self._forced: dict[tuple[str, str], Any] = {}
         self.forced_hits: set[tuple[str, str]] = set()  # forced (kernel, bucket) pairs that a pick returned
+        self._memos: list[dict] = []  # the answers of the functions wrapped by `cached`
 
     @classmethod
     def beside(cls, kernels_file: str | Path, slug: str, rules: Rules = same_as_reference) -> ConfigTable:
@@ -110,8 +115,28 @@ class ConfigTable:
             self._cache[key] = found
         return found
 
+    def cached(self, settings_for: Callable[..., T]) -> Callable[..., T]:
+        """Decorator for a wrapper's settings function (device and shape in, launch settings out): each
+        answer is worked out once per distinct arguments, since every launch asks and a decode step asks
+        the same question thousands of times. Forcing the table (the tuner) forgets the answers. The
+        arguments must be hashable: a Device, ints, dtypes, strings."""
+        memo: dict[tuple, T] = {}
+        self._memos.append(memo)
+
+        @functools.wraps(settings_for)
+        def remembered(*args: Any, **kwargs: Any) -> T:
+            key = (args, tuple(kwargs.items())) if kwargs else args
+            found = memo.get(key, _MISSING)
+            if found is _MISSING:
+                found = memo[key] = settings_for(*args, **kwargs)
+            return found  # type: ignore[return-value]
+
+        return remembered
+
     def force(self, kernel: str, bucket: str, settings: Any | None) -> None:
         """Make every pick of `kernel` in `bucket` return `settings` (None: back to the table). The tuner uses it."""
+        for memo in self._memos:
+            memo.clear()
         if settings is None:
             self._forced.pop((kernel, bucket), None)
         else:

@@ -132,11 +132,20 @@ def not_gradeable(device: Device, dtype_name: str) -> str:
     return ""
 
 
+_CUDA_DEVICES: dict[int, Device] = {}  # a GPU's properties do not change while a process runs
+
+
 def device_of(t: torch.Tensor) -> Device:
-    """Where kernels launched on this tensor run: its GPU, or the CPU interpreter."""
-    if interpreter_requested() or t.device.type != "cuda":
+    """Where kernels launched on this tensor run: its GPU, or the CPU interpreter. Every launch asks, so a
+    GPU is described once per process."""
+    where = t.device
+    if where.type != "cuda" or interpreter_requested():
         return INTERPRETER
-    return cuda_device(t.device.index if t.device.index is not None else torch.cuda.current_device())
+    index = where.index if where.index is not None else torch.cuda.current_device()
+    found = _CUDA_DEVICES.get(index)
+    if found is None:
+        found = _CUDA_DEVICES[index] = cuda_device(index)
+    return found
 
 
 def sm_limits(capability: tuple[int, int]) -> SmLimits:

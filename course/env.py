@@ -11,9 +11,17 @@ import os
 import torch
 
 
+_YES = ("1", "true", "yes", "on")
+_ASKED: dict[str | None, bool] = {}  # every launch asks: the answer for each value the variable has held
+
+
 def interpreter_requested() -> bool:
     """True when TRITON_INTERPRET asks for Triton's CPU interpreter."""
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
+    raw = os.environ.get("TRITON_INTERPRET")
+    answer = _ASKED.get(raw)
+    if answer is None:
+        answer = _ASKED[raw] = raw is not None and raw.strip().lower() in _YES
+    return answer
 
 
 def _cuda_present() -> bool:

@@ -49,6 +49,24 @@ def test_a_gpu_uses_its_own_entry_then_a_same_architecture_gpu_with_no_more_shar
     assert table.forced_hits == {("k", "b1")} and table.pick(b, "k", "b1") == {"x": 3}
 
 
+def test_a_cached_settings_function_works_once_per_arguments_and_forgets_when_the_table_is_forced(
+    tmp_path: Path,
+) -> None:
+    table, calls = _table(tmp_path), []
+    b = Device("GPU B", (9, 0), 100, 100_000)
+
+    @table.cached
+    def settings(device: Device, rows: int, wide: bool = False) -> int:
+        calls.append(rows)
+        return table.pick(device, "k", "b1")["x"] * rows + wide
+
+    assert [settings(b, 2), settings(b, 2), settings(b, 5), settings(b, 2, wide=True)] == [6, 6, 15, 7]
+    assert calls == [2, 5, 2]  # the repeated call was answered from memory
+    with table.forcing("k", "b1", {"x": 10}):
+        assert settings(b, 2) == 20  # forcing forgot the answers: the tuner's candidate is seen
+    assert settings(b, 2) == 6 and calls == [2, 5, 2, 2, 2]
+
+
 def test_a_kernels_py_without_a_table_beside_it_uses_the_released_one(tmp_path: Path) -> None:
     lone = tmp_path / "kernels.py"
     assert ConfigTable.beside(lone, "rmsnorm").path.parts[-2:] == ("rmsnorm", "configs.json")

@@ -68,8 +68,31 @@ def solutions() -> dict[str, object]:
 @pytest.mark.parametrize(("slug", "op", "draw"), CASES, ids=[f"{c[0]}.{c[1]}" for c in CASES])
 def test_every_op_passes_opcheck(slug: str, op: str, draw: Callable[[], tuple], solutions: dict) -> None:
     torch.manual_seed(SEED)
-    result = torch.library.opcheck(getattr(solutions[slug], op), draw(), test_utils=CHECKS)
+    result = torch.library.opcheck(getattr(solutions[slug], op).overload, draw(), test_utils=CHECKS)
     assert result == {name: "SUCCESS" for name in CHECKS}
+
+
+@pytest.mark.parametrize(("slug", "op", "draw"), CASES, ids=[f"{c[0]}.{c[1]}" for c in CASES])
+def test_an_eager_call_skips_the_dispatcher_and_computes_the_same(slug: str, op: str, draw: Callable[[], tuple],
+                                                                   solutions: dict) -> None:
+    torch.manual_seed(SEED)
+    args = tuple(a.requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in draw())
+    course_op = getattr(solutions[slug], op)
+    dispatched = course_op.overload(*args)
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("an eager call with no dispatch mode went through the dispatcher")
+
+    overload, course_op.overload = course_op.overload, refuse
+    try:
+        direct = course_op(*args)
+    finally:
+        course_op.overload = overload
+    assert torch.is_grad_enabled()  # the direct call turned autograd off and back on
+    for a, b in zip(torch.utils._pytree.tree_leaves(direct), torch.utils._pytree.tree_leaves(dispatched), strict=True):
+        assert not a.requires_grad  # as below the dispatcher: the op records no graph
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert torch.equal(a.nan_to_num(), b.nan_to_num())
 
 
 def test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors(solutions: dict) -> None:
@@ -77,11 +100,11 @@ def test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors(solutions: 
     rms, fa = solutions["rmsnorm"], solutions["flash_attention"]
     x, w = _randn(4, 37), _randn(37)
     _, rstd = rms.rmsnorm_forward_op(x, w, 1e-6, True)
-    assert torch.library.opcheck(rms.rmsnorm_backward_op, (x, w, rstd, _randn(4, 37)), test_utils=CHECKS)
+    assert torch.library.opcheck(rms.rmsnorm_backward_op.overload, (x, w, rstd, _randn(4, 37)), test_utils=CHECKS)
     q, k, v = _randn(1, 2, 9, 16), _randn(1, 1, 9, 16), _randn(1, 1, 9, 16)
     o, lse = fa.attention_forward_op(q, k, v, True, 0.25, True)
     args = (q, k, v, o, lse, _randn(1, 2, 9, 16), True, 0.25)
-    assert torch.library.opcheck(fa.attention_backward_op, args, test_utils=CHECKS)
+    assert torch.library.opcheck(fa.attention_backward_op.overload, args, test_utils=CHECKS)
 
 
 class _Ops(TorchDispatchMode):

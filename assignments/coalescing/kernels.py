@@ -16,6 +16,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
+from course.launch import cdiv
 from course.ops import OpLibrary
 from course.validate import check_tensor
 
@@ -63,6 +64,7 @@ CONFIGS = ConfigTable.beside(__file__, "coalescing")
 LARGE = 4096 * 4096
 
 
+@CONFIGS.cached
 def transpose_config(device: Device, n_rows: int, n_cols: int, element_size: int) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps) of the transpose of an (n_rows, n_cols) matrix of element_size-byte elements."""
     size = "large" if n_rows * n_cols >= LARGE else "small"
@@ -94,7 +96,7 @@ def transpose_launch(x: torch.Tensor, block_m: int, block_n: int, num_warps: int
     out = torch.empty((n_cols, n_rows), dtype=x.dtype, device=x.device)
     if out.numel() == 0:  # pragma: no cover - empty input, no launch
         return out
-    grid = (triton.cdiv(n_rows, block_m) * triton.cdiv(n_cols, block_n),)
+    grid = (cdiv(n_rows, block_m) * cdiv(n_cols, block_n),)
     _transpose_kernel[grid](
         x, out, n_rows, n_cols, x.stride(0), out.stride(0),
         BLOCK_M=block_m, BLOCK_N=block_n, num_warps=num_warps,

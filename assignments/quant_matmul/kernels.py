@@ -27,6 +27,7 @@ from triton.runtime.errors import OutOfResources
 
 from course.configs import ConfigTable, SearchSpace
 from course.device import Device, device_of
+from course.launch import cdiv, next_power_of_2
 from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
@@ -392,7 +393,7 @@ def default_config(bits: int, m: int, num_stages: int = 2) -> GemvConfig | DotCo
     if m <= DEFAULT_GEMV_MAX_M:
         return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
                           programs_per_sm=8)
-    return DotConfig(block_n=64, block_m=min(max(16, triton.next_power_of_2(m)), 32), block_k=128, num_warps=4,
+    return DotConfig(block_n=64, block_m=min(max(16, next_power_of_2(m)), 32), block_k=128, num_warps=4,
                      num_stages=num_stages, programs_per_sm=2, dot_16bit=True)
 
 
@@ -420,10 +421,11 @@ def _defaults(device: Device, kernel: str, bucket: str, reference: object) -> di
 CONFIGS = ConfigTable.beside(__file__, "quant_matmul", rules=_defaults)
 
 
+@CONFIGS.cached
 def quant_config(device: Device, bits: int, m: int, dtype: torch.dtype) -> GemvConfig | DotConfig:
     """The launch settings for an M-row product in the given format (bits 8 or 4) with activations of this dtype."""
     kernel = f"w{bits}" if dtype != torch.float32 else f"w{bits} float32"
-    entry = CONFIGS.pick(device, kernel, f"m<={min(triton.next_power_of_2(m), 256)}")
+    entry = CONFIGS.pick(device, kernel, f"m<={min(next_power_of_2(m), 256)}")
     return (GemvConfig if entry["path"] == "gemv" else DotConfig)(**entry["cfg"])
 
 
@@ -489,10 +491,10 @@ def _split_k(tiles: int, k: int, block_k: int, programs_per_sm: int, x: torch.Te
 
     Returns (n_splits, K per split, partial buffer, counters); x stands in for the buffers without a split.
     """
-    k_steps = triton.cdiv(k, block_k)
-    want = max(1, min(k_steps, triton.cdiv(programs_per_sm * device_of(x).sms, tiles)))
-    steps = triton.cdiv(k_steps, want)
-    splits = triton.cdiv(k_steps, steps)
+    k_steps = cdiv(k, block_k)
+    want = max(1, min(k_steps, cdiv(programs_per_sm * device_of(x).sms, tiles)))
+    steps = cdiv(k_steps, want)
+    splits = cdiv(k_steps, steps)
     if splits == 1:
         return 1, k_steps * block_k, x, x  # never touched: SPLIT is false
     part = torch.empty((splits, m, n), dtype=torch.float32, device=x.device)  # (n_splits, M, N)
@@ -531,7 +533,7 @@ def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cf
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     even_k = k % cfg.block_k == 0
     if isinstance(cfg, GemvConfig):
-        n_tiles = triton.cdiv(n, cfg.block_n)
+        n_tiles = cdiv(n, cfg.block_n)
         splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
         _w8a16_gemv_kernel[(n_tiles, splits, m)](
             x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
@@ -539,7 +541,7 @@ def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cf
             num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )  # fmt: skip
         return y
-    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    n_tiles, m_tiles = cdiv(n, cfg.block_n), cdiv(m, cfg.block_m)
     splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
     _w8a16_dot_kernel[(n_tiles, splits, m_tiles)](
         x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
@@ -558,7 +560,7 @@ def w4a16_launch(
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     even_k = k % cfg.block_k == 0
     if isinstance(cfg, GemvConfig):
-        n_tiles = triton.cdiv(n, cfg.block_n)
+        n_tiles = cdiv(n, cfg.block_n)
         splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
         _w4a16_gemv_kernel[(n_tiles, splits, m)](
             x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
@@ -566,7 +568,7 @@ def w4a16_launch(
             SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )  # fmt: skip
         return y
-    n_tiles, m_tiles = triton.cdiv(n, cfg.block_n), triton.cdiv(m, cfg.block_m)
+    n_tiles, m_tiles = cdiv(n, cfg.block_n), cdiv(m, cfg.block_m)
     splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
     _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
         x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),

@@ -19,7 +19,8 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.ops import OpLibrary
+from course.launch import cdiv, next_power_of_2
+from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -135,29 +136,32 @@ FORWARD_BUCKETS = (512, 1024, 2048, 4096, 8192, MAX_FUSED_COLS)
 BACKWARD_BUCKETS = (1024, 4096)
 
 
+@CONFIGS.cached
 def forward_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps) of the forward for an (n_rows, n_cols) input."""
-    block_n = triton.next_power_of_2(n_cols)
+    block_n = next_power_of_2(n_cols)
     s = CONFIGS.pick(device, "forward", ceil_bucket(block_n, FORWARD_BUCKETS, "cols", f"cols>{MAX_FUSED_COLS}"))
     if block_n > MAX_FUSED_COLS:
         return 1, s["tile"], s["num_warps"]  # rows longer than one tile are walked tile by tile
     # Short rows are packed several to a program, so that each program moves enough bytes.
     block_m = max(1, min(s["elements"] // block_n, s["max_rows"]))
-    return min(block_m, triton.next_power_of_2(n_rows)), block_n, s["num_warps"]
+    return min(block_m, next_power_of_2(n_rows)), block_n, s["num_warps"]
 
 
+@CONFIGS.cached
 def backward_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int]:
     """(programs, BLOCK_N, num_warps) of the dx kernel: a persistent grid of a few programs per SM, each
     keeping its share of dweight in registers."""
-    block_n = min(triton.next_power_of_2(n_cols), MAX_FUSED_COLS)
+    block_n = min(next_power_of_2(n_cols), MAX_FUSED_COLS)
     s = CONFIGS.pick(device, "backward", ceil_bucket(block_n, BACKWARD_BUCKETS, "cols", "cols>4096"))
     return max(1, min(n_rows, s["programs_per_sm"] * device.sms)), block_n, s["num_warps"]
 
 
+@CONFIGS.cached
 def dweight_config(device: Device, n_cols: int) -> tuple[int, int, int]:
     """(BLOCK_P, BLOCK_N, num_warps) of the kernel that sums the partial dweight rows."""
     s = CONFIGS.pick(device, "backward_dw", "all")
-    return s["block_p"], min(triton.next_power_of_2(n_cols), s["block_n"]), s["num_warps"]
+    return s["block_p"], min(next_power_of_2(n_cols), s["block_n"]), s["num_warps"]
 
 
 # rmsnorm_linear by the number of rows M: decode (M up to 16) and small batches. Each program's tiles of x
@@ -171,12 +175,13 @@ def _linear_smem(block_m: int, block_n: int, block_k: int, stages: int, size: in
     return stages * (block_m + block_n) * block_k * size
 
 
+@CONFIGS.cached
 def linear_config(device: Device, n_rows: int, n_out: int, element_size: int) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of rmsnorm_linear for an (M, K) x and an (N, K) w."""
     s = CONFIGS.pick(device, "linear", ceil_bucket(n_rows, LINEAR_BUCKETS, "M", "M>64"))
-    block_m = max(16, min(triton.next_power_of_2(n_rows), s["max_block_m"]))
+    block_m = max(16, min(next_power_of_2(n_rows), s["max_block_m"]))
     block_n, block_k, stages = s["block_n"], s["block_k"], s["num_stages"]
-    while block_n > 16 and triton.cdiv(n_rows, block_m) * triton.cdiv(n_out, block_n) < device.sms:
+    while block_n > 16 and cdiv(n_rows, block_m) * cdiv(n_out, block_n) < device.sms:
         block_n //= 2
     while _linear_smem(block_m, block_n, block_k, stages, element_size) > device.smem_per_block:  # pragma: no cover - GPU only: a GPU with less shared memory than the table's
         if stages > 2:
@@ -234,7 +239,7 @@ def rmsnorm_forward(
     if n_rows == 0:  # pragma: no cover - empty input, no launch
         return y, rstd
     block_m, block_n, num_warps = forward_config(device_of(x), n_rows, n_cols)
-    grid = (triton.cdiv(n_rows, block_m),)
+    grid = (cdiv(n_rows, block_m),)
     _rmsnorm_fwd_kernel[grid](
         x2, weight, y2, rstd if store_rstd else x2,  # any pointer will do when rstd is not stored
         n_rows, n_cols, x2.stride(0), y2.stride(0), eps,
@@ -264,7 +269,7 @@ def rmsnorm_backward(
         BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, num_warps=num_warps,
     )  # fmt: skip
     block_p, block_n_dw, dw_warps = dweight_config(device, n_cols)
-    _rmsnorm_bwd_dw_kernel[(triton.cdiv(n_cols, block_n_dw),)](
+    _rmsnorm_bwd_dw_kernel[(cdiv(n_cols, block_n_dw),)](
         dw_partial, dw, n_programs, n_cols, BLOCK_P=block_p, BLOCK_N=block_n_dw, num_warps=dw_warps,
     )  # fmt: skip
     return dx, dw
@@ -278,7 +283,7 @@ def rmsnorm_linear_forward(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.
     if n_rows == 0 or n_out == 0:  # pragma: no cover - empty input, no launch
         return y
     block_m, block_n, block_k, num_warps, stages = linear_config(device_of(x), n_rows, n_out, x.element_size())
-    grid = (triton.cdiv(n_rows, block_m), triton.cdiv(n_out, block_n))
+    grid = (cdiv(n_rows, block_m), cdiv(n_out, block_n))
     _rmsnorm_linear_kernel[grid](
         x, norm_weight, w, y, n_rows, n_out, n_in, x.stride(0), w.stride(0), y.stride(0), eps,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
@@ -297,10 +302,8 @@ class RMSNormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:  # type: ignore[override]
-        needs_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        y, rstd = rmsnorm_forward_op(x, weight, eps, needs_grad)
-        if needs_grad:
-            ctx.save_for_backward(x, weight, rstd)
+        y, rstd = rmsnorm_forward_op(x, weight, eps, True)  # only called when a gradient is needed (see rmsnorm)
+        ctx.save_for_backward(x, weight, rstd)
         return y
 
     @staticmethod
@@ -369,6 +372,8 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.T
         )
     if not isinstance(eps, (int, float)) or eps < 0:
         raise ValueError(f"rmsnorm: `eps` must be a non-negative number, got {eps!r}.")
+    if not needs_autograd(x, weight):  # inference: no graph to record, so no autograd Function to pay for
+        return rmsnorm_forward_op(x, weight, float(eps), False)[0]
     return RMSNormFunction.apply(x, weight, float(eps))
 
 

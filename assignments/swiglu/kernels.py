@@ -17,7 +17,8 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.ops import OpLibrary
+from course.launch import cdiv
+from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -73,6 +74,7 @@ CONFIGS = ConfigTable.beside(__file__, "swiglu")
 SMALL = 1 << 20
 
 
+@CONFIGS.cached
 def swiglu_config(device: Device, n_elements: int, backward: bool = False) -> tuple[int, int]:
     """(BLOCK, num_warps) of the forward or the backward kernel over n_elements."""
     bucket = ceil_bucket(n_elements, (SMALL,), "elements", f"elements>{SMALL}")
@@ -105,7 +107,7 @@ def swiglu_forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     if n == 0:  # pragma: no cover - empty input, no launch
         return out
     block, num_warps = swiglu_config(device_of(gate), n)
-    _swiglu_fwd_kernel[(triton.cdiv(n, block),)](gate, up, out, n, BLOCK=block, num_warps=num_warps)
+    _swiglu_fwd_kernel[(cdiv(n, block),)](gate, up, out, n, BLOCK=block, num_warps=num_warps)
     return out
 
 
@@ -117,7 +119,7 @@ def swiglu_backward(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -> t
     if n == 0:  # pragma: no cover - empty input, no launch
         return dgate, dup
     block, num_warps = swiglu_config(device_of(gate), n, backward=True)
-    _swiglu_bwd_kernel[(triton.cdiv(n, block),)](gate, up, dy, dgate, dup, n, BLOCK=block, num_warps=num_warps)
+    _swiglu_bwd_kernel[(cdiv(n, block),)](gate, up, dy, dgate, dup, n, BLOCK=block, num_warps=num_warps)
     return dgate, dup
 
 
@@ -131,8 +133,7 @@ class SwiGLUFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
-            ctx.save_for_backward(gate, up)
+        ctx.save_for_backward(gate, up)  # only called when a gradient is needed (see swiglu)
         return swiglu_forward_op(gate, up)
 
     @staticmethod
@@ -186,6 +187,8 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
             f"swiglu: `gate` and `up` must have the same shape, got {tuple(gate.shape)} and {tuple(up.shape)}; "
             "if one projection produced both, split it with gate, up = h.chunk(2, dim=-1) and call .contiguous()."
         )
+    if not needs_autograd(gate, up):  # inference: no graph to record, so no autograd Function to pay for
+        return swiglu_forward_op(gate, up)
     return SwiGLUFunction.apply(gate, up)
 
 

@@ -16,8 +16,9 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace
 from course.device import Device, device_of
-from course.ops import OpLibrary
 from course.env import interpreter_requested
+from course.launch import cdiv
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -111,6 +112,7 @@ def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:
 CONFIGS = ConfigTable.beside(__file__, "tiling", rules=_fit)
 
 
+@CONFIGS.cached
 def matmul_config(device: Device, dtype: torch.dtype) -> list[dict]:
     """The tile configurations for inputs of this dtype: block_m, block_n, block_k, group_m, num_stages, num_warps."""
     return CONFIGS.pick(device, "matmul", "float32" if dtype == torch.float32 else "16-bit")
@@ -147,6 +149,7 @@ SEARCH_SPACE = [
 
 
 _autotuned: dict[tuple, triton.runtime.Autotuner] = {}
+_chosen: dict[tuple, tuple[list, dict]] = {}  # (id of the configurations' list, M, N, K, dtype) -> (that list, the choice)
 
 
 def _kernel_for(configs: list[dict]) -> triton.runtime.Autotuner:  # pragma: no cover - GPU only: autotuning among several tiles
@@ -168,12 +171,21 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
     configs = matmul_config(device_of(a), a.dtype)
     if len(configs) > 1:  # pragma: no cover - GPU only: autotuning among several tiles
-        _kernel_for(configs)[lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)](
-            *args
-        )
+        # Triton's Autotuner rebuilds its key from the arguments on every call (tens of microseconds on the
+        # host); once it has chosen for a shape, that choice is launched directly.
+        shape = (id(configs), m, n, k, a.dtype)
+        among, chosen = _chosen.get(shape, (None, None))
+        if among is not configs:  # the entry keeps its list alive, so an id is never another list's
+            tuner = _kernel_for(configs)
+            tuner[lambda meta: (cdiv(m, meta["BLOCK_M"]) * cdiv(n, meta["BLOCK_N"]),)](*args)
+            best = getattr(tuner, "best_config", None)  # None where the launch was only recorded (portability)
+            if best is not None:
+                _chosen[shape] = (configs, best.all_kwargs())
+            return
+        _matmul_kernel[(cdiv(m, chosen["BLOCK_M"]) * cdiv(n, chosen["BLOCK_N"]),)](*args, **chosen)
         return
     cfg = configs[0]  # one choice: no timing on the first call (and the interpreter cannot time)
-    grid = (triton.cdiv(m, cfg["block_m"]) * triton.cdiv(n, cfg["block_n"]),)
+    grid = (cdiv(m, cfg["block_m"]) * cdiv(n, cfg["block_n"]),)
     _matmul_kernel[grid](
         *args, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
         num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
@@ -184,7 +196,7 @@ def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:  # pr
     """A new contiguous (rows, cols) tensor holding src in its top-left corner and zeros elsewhere."""
     dst = torch.empty((rows, cols), dtype=src.dtype, device=src.device)
     block_r, block_c, num_warps = pad_config(device_of(src))
-    grid = (triton.cdiv(rows, block_r), triton.cdiv(cols, block_c))
+    grid = (cdiv(rows, block_r), cdiv(cols, block_c))
     _copy_pad_kernel[grid](
         src, dst, src.shape[0], src.shape[1], rows, cols, src.stride(0), dst.stride(0),
         BLOCK_R=block_r, BLOCK_C=block_c, num_warps=num_warps,

@@ -24,7 +24,8 @@ import triton.language as tl
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
 from course.kivi import KIVI_GROUP_SIZES, quantize_kivi
-from course.ops import OpLibrary
+from course.launch import cdiv, next_power_of_2
+from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
 try:  # Hopper's bulk tensor copy engine (TMA), reached through host-side descriptors (triton >= 3.3)
@@ -820,6 +821,7 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
 CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
 
 
+@CONFIGS.cached
 def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool) -> FwdConfig:
     """Tile shape, warps, pipeline depth and TMA for the forward."""
     if dtype == torch.float32:
@@ -832,11 +834,13 @@ def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bo
     return cfg if cfg.tma and TensorDescriptor is not None and device.tma else replace(cfg, tma=False)
 
 
+@CONFIGS.cached
 def backward_config(device: Device, dtype: torch.dtype) -> BwdConfig:
     """Tiles of the three backward kernels."""
     return BwdConfig(**CONFIGS.pick(device, "backward", "float32" if dtype == torch.float32 else "16-bit"))
 
 
+@CONFIGS.cached
 def decode_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: int) -> tuple[DecodeConfig, int]:
     """Split size and tile for decode over seqlen_k keys and n_groups (batch, KV head) pairs, and the
     combine kernel's warps."""
@@ -845,12 +849,13 @@ def decode_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: i
         keys = s["keys_per_split"]
     else:  # pragma: no cover - GPU only: splits from the SM count
         # Fill programs_per_sm slots per SM once, with splits of at least min_blocks_per_split key blocks.
-        splits = max(1, min(triton.cdiv(seqlen_k, s["min_blocks_per_split"] * s["block_n"]),
+        splits = max(1, min(cdiv(seqlen_k, s["min_blocks_per_split"] * s["block_n"]),
                             (s["programs_per_sm"] * device.sms) // n_groups))  # fmt: skip
-        keys = triton.cdiv(triton.cdiv(seqlen_k, splits), s["block_n"]) * s["block_n"]
+        keys = cdiv(cdiv(seqlen_k, splits), s["block_n"]) * s["block_n"]
     return DecodeConfig(keys, s["block_n"], s["num_warps"], s["num_stages"]), s["combine_elements"]
 
 
+@CONFIGS.cached
 def decode_int4_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: int, group_size: int,
                        ) -> tuple[DecodeConfig, int]:
     """The INT4 decode's split size and tile: a tile of keys never straddles two K groups (block_n <= group_size).
@@ -862,11 +867,11 @@ def decode_int4_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_grou
     s = CONFIGS.pick(device, "decode_int4", "float32" if dtype == torch.float32 else "16-bit")
     block_n = min(s["block_n"], group_size)
     if "keys_per_split" in s:
-        keys = triton.cdiv(s["keys_per_split"], block_n) * block_n
+        keys = cdiv(s["keys_per_split"], block_n) * block_n
     else:  # pragma: no cover - GPU only: splits from the SM count
         # a power of two keys per split: 480 took 90.9 us at 4096 keys, 512 took 62.7 (H100, 2026-11-24)
-        splits = max(1, triton.cdiv(s["programs_per_sm"] * device.sms, n_groups))
-        keys = min(s["max_keys_per_split"], max(block_n, triton.next_power_of_2(triton.cdiv(seqlen_k, splits))))
+        splits = max(1, cdiv(s["programs_per_sm"] * device.sms, n_groups))
+        keys = min(s["max_keys_per_split"], max(block_n, next_power_of_2(cdiv(seqlen_k, splits))))
     return DecodeConfig(keys, block_n, s["num_warps"], s["num_stages"]), s["combine_elements"]
 
 
@@ -937,7 +942,7 @@ def attention_forward(
                                   block_shape=[cfg.block_n, head_dim])
     else:
         k_desc, v_desc = k, v  # stand-ins: the kernel does not touch them
-    grid = (triton.cdiv(seqlen_q, cfg.block_m), batch * n_heads_q)
+    grid = (cdiv(seqlen_q, cfg.block_m), batch * n_heads_q)
     _attn_fwd_kernel[grid](
         q, k, v, o, lse if store_lse else o, k_desc, v_desc,
         seqlen_q, seqlen_k, n_heads_q, n_heads_q // n_heads_kv, scale * LOG2E,
@@ -956,7 +961,7 @@ def attention_decode(
     n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
     group = n_heads_q // n_heads_kv
     cfg, combine_elements = decode_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv)
-    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
+    n_splits = cdiv(seqlen_k, cfg.keys_per_split)
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
@@ -964,11 +969,11 @@ def attention_decode(
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
     _attn_decode_split_kernel[(n_splits, batch * n_heads_kv)](
         q, k, v, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
-        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, triton.next_power_of_2(group)),
+        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, next_power_of_2(group)),
         DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
     _attn_decode_combine_kernel[(batch * n_heads_q,)](
-        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
         num_warps=4 if head_dim * n_splits >= combine_elements else 1,
     )  # fmt: skip
     return o, lse
@@ -980,7 +985,7 @@ def kv_quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # p
     scales = torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
     n_rows = scales.numel()
     block_r = 16
-    grid = (triton.cdiv(n_rows, block_r),)
+    grid = (cdiv(n_rows, block_r),)
     _kv_quantize_int8_kernel[grid](x, codes, scales, n_rows, HEAD_DIM=x.shape[-1], BLOCK_R=block_r)
     return codes, scales
 
@@ -994,7 +999,7 @@ def attention_decode_int8(
     group = n_heads_q // n_heads_kv
     # The 16-bit decode's splits: the same programs stream half the bytes (plus 4 bytes of scales per key).
     cfg, combine_elements = decode_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv)
-    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
+    n_splits = cdiv(seqlen_k, cfg.keys_per_split)
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
@@ -1002,11 +1007,11 @@ def attention_decode_int8(
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
     _attn_decode_int8_split_kernel[(n_splits, batch * n_heads_kv)](
         q, k_q, k_scale, v_q, v_scale, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
-        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, triton.next_power_of_2(group)),
+        HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, next_power_of_2(group)),
         DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
     _attn_decode_combine_kernel[(batch * n_heads_q,)](
-        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
         num_warps=4 if head_dim * n_splits >= combine_elements else 1,
     )  # fmt: skip
     return o
@@ -1028,7 +1033,7 @@ def attention_decode_int4(
     n_heads_kv, seqlen_k = k_packed.shape[1], k_packed.shape[2]
     group = n_heads_q // n_heads_kv
     cfg, combine_elements = decode_int4_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv, group_size)
-    n_splits = triton.cdiv(seqlen_k, cfg.keys_per_split)
+    n_splits = cdiv(seqlen_k, cfg.keys_per_split)
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
@@ -1041,11 +1046,11 @@ def attention_decode_int4(
     _attn_decode_int4_split_kernel[(n_splits, batch * n_heads_kv)](
         q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, o_part, lse_part, seqlen_k, k_scale.shape[2], group,
         cfg.keys_per_split, scale * LOG2E, GROUP_SIZE=group_size, HEAD_DIM=head_dim,
-        BLOCK_N=block_n, BLOCK_G=max(16, triton.next_power_of_2(group)), DOT_PRECISION=precision,
+        BLOCK_N=block_n, BLOCK_G=max(16, next_power_of_2(group)), DOT_PRECISION=precision,
         UNPACK_JOIN=block_n >= 32, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
     _attn_decode_combine_kernel[(batch * n_heads_q,)](
-        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=triton.next_power_of_2(n_splits),
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
         num_warps=4 if head_dim * n_splits >= combine_elements else 1,
     )  # fmt: skip
     return o
@@ -1071,15 +1076,15 @@ def attention_backward(
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
     n_rows = batch * n_heads_q * seqlen_q
     block_r = cfg.preprocess_rows
-    _attn_bwd_preprocess_kernel[(triton.cdiv(n_rows, block_r),)](
+    _attn_bwd_preprocess_kernel[(cdiv(n_rows, block_r),)](
         o, do, delta, n_rows, HEAD_DIM=head_dim, BLOCK_R=block_r
     )
-    _attn_bwd_dkdv_kernel[(triton.cdiv(seqlen_k, cfg.dkdv_block_n), batch * n_heads_kv)](
+    _attn_bwd_dkdv_kernel[(cdiv(seqlen_k, cfg.dkdv_block_n), batch * n_heads_kv)](
         q, k, v, do, lse, delta, dk, dv, seqlen_q, seqlen_k, group, scale * LOG2E, scale,
         HEAD_DIM=head_dim, BLOCK_M=cfg.dkdv_block_m, BLOCK_N=cfg.dkdv_block_n, CAUSAL=causal,
         DOT_PRECISION=precision, num_warps=cfg.dkdv_warps, num_stages=cfg.dkdv_stages,
     )  # fmt: skip
-    _attn_bwd_dq_kernel[(triton.cdiv(seqlen_q, cfg.dq_block_m), batch * n_heads_q)](
+    _attn_bwd_dq_kernel[(cdiv(seqlen_q, cfg.dq_block_m), batch * n_heads_q)](
         q, k, v, do, lse, delta, dq, seqlen_q, seqlen_k, n_heads_q, group, scale * LOG2E, scale,
         HEAD_DIM=head_dim, BLOCK_M=cfg.dq_block_m, BLOCK_N=cfg.dq_block_n, CAUSAL=causal,
         DOT_PRECISION=precision, num_warps=cfg.dq_warps, num_stages=cfg.dq_stages,
@@ -1092,6 +1097,15 @@ def attention_backward(
 # --------------------------------------------------------------------------------------------------
 
 
+def _attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, store_lse: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """O and the logsumexp (empty unless stored, or at decode, which always has it) through the right op."""
+    if q.shape[2] == 1:
+        return attention_decode_op(q, k, v, scale)  # one query row: causal or not is the same
+    return attention_forward_op(q, k, v, causal, scale, store_lse)
+
+
 class FlashAttentionFunction(torch.autograd.Function):
     """Forward through the Triton kernels, saving only O and the logsumexp (B, Hq, Sq) besides the inputs."""
 
@@ -1099,14 +1113,9 @@ class FlashAttentionFunction(torch.autograd.Function):
     def forward(  # type: ignore[override]
         ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
     ) -> torch.Tensor:
-        needs_grad = any(ctx.needs_input_grad[:3])
-        if q.shape[2] == 1:
-            o, lse = attention_decode_op(q, k, v, scale)  # one query row: causal or not is the same
-        else:
-            o, lse = attention_forward_op(q, k, v, causal, scale, needs_grad)
-        if needs_grad:
-            ctx.save_for_backward(q, k, v, o, lse)
-            ctx.causal, ctx.scale = causal, scale
+        o, lse = _attention(q, k, v, causal, scale, True)  # only called when a gradient is needed (see flash_attention)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.scale = causal, scale
         return o
 
     @staticmethod
@@ -1234,6 +1243,8 @@ def flash_attention(
         scale = 1.0 / math.sqrt(head_dim)
     if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
         raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+    if not needs_autograd(q, k, v):  # inference: no graph to record, so no autograd Function to pay for
+        return _attention(q, k, v, bool(causal), float(scale), False)[0]
     return FlashAttentionFunction.apply(q, k, v, bool(causal), float(scale))
 
 

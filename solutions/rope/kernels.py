@@ -20,7 +20,8 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
-from course.ops import OpLibrary
+from course.launch import cdiv, next_power_of_2
+from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -103,12 +104,13 @@ def _rope_bwd_kernel(
 CONFIGS = ConfigTable.beside(__file__, "rope")
 
 
+@CONFIGS.cached
 def rope_config(device: Device, n_rows: int, half: int) -> tuple[int, int, int]:
     """(BLOCK_R, BLOCK_D, num_warps), forward and backward alike, for n_rows rows of 2 * half elements."""
     s = CONFIGS.pick(device, "rope", "all")
-    block_d = triton.next_power_of_2(half)
+    block_d = next_power_of_2(half)
     block_r = max(1, s["elements"] // block_d)
-    block_r = max(1, min(block_r, triton.next_power_of_2(n_rows) // s["min_programs"]))  # decode: spread the rows
+    block_r = max(1, min(block_r, next_power_of_2(n_rows) // s["min_programs"]))  # decode: spread the rows
     num_warps = max(1, min(s["max_warps"], block_r * block_d // s["warp_elements"]))
     return block_r, block_d, num_warps
 
@@ -134,7 +136,7 @@ def rope_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     if n_rows == 0:  # pragma: no cover - empty input, no launch
         return y
     block_r, block_d, num_warps = rope_config(device_of(x), n_rows, half)
-    _rope_fwd_kernel[(triton.cdiv(n_rows, block_r),)](
+    _rope_fwd_kernel[(cdiv(n_rows, block_r),)](
         x, cos, sin, y, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
     )
     return y
@@ -149,7 +151,7 @@ def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tor
     if n_rows == 0:  # pragma: no cover - empty input, no launch
         return dx
     block_r, block_d, num_warps = rope_config(device_of(dy), n_rows, half)
-    _rope_bwd_kernel[(triton.cdiv(n_rows, block_r),)](
+    _rope_bwd_kernel[(cdiv(n_rows, block_r),)](
         dy, cos, sin, dx, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
     )
     return dx
@@ -227,6 +229,8 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
                 f"rope: `{name}` must have shape (S, D/2) = ({seq_len}, {head_dim // 2}) for x of shape "
                 f"{tuple(x.shape)}, got {tuple(table.shape)}; slice a longer table with {name}[:S]."
             )
+    if not needs_autograd(x, cos, sin):  # inference: no graph to record, so no autograd Function to pay for
+        return rope_forward_op(x, cos, sin)
     return RoPEFunction.apply(x, cos, sin)
 
 
