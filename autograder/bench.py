@@ -29,6 +29,19 @@ def gpu_slug(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
+MATMUL_DIMS = ("M", "K", "N")
+
+
+def bench_shape(params: dict) -> list[int]:
+    """The sizes a benchmark row is labelled with: the case's shape, or (M, K, N) for a product given by them."""
+    if "shape" in params:
+        return list(params["shape"])
+    dims = [params[d] for d in MATMUL_DIMS if d in params]
+    if not dims:
+        raise KeyError(f"a bench case needs a 'shape' or M, K and N among its params, got {sorted(params)}")
+    return dims
+
+
 def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
     if not torch.cuda.is_available():
         print("bench needs a CUDA GPU: the CPU interpreter says nothing about speed. Run it on a GPU machine.")
@@ -57,19 +70,19 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
                     calls[impl][0]()
                 except Exception as exc:  # noqa: BLE001
                     calls.pop(impl, None)
-                    print(f"{slug} {case.pass_name} {case.params['shape']}: {impl} left out: {type(exc).__name__}: {exc}", flush=True)
+                    print(f"{slug} {case.pass_name} {bench_shape(case.params)}: {impl} left out: {type(exc).__name__}: {exc}", flush=True)
             times = timing.time_interleaved({k: (lambda i, c=c: c[i]()) for k, c in calls.items()}, len(pool), reps, device)
             for impl, ts in times.items():
                 ms = timing.median(ts)
                 gbps = case.bytes_moved / (ms * 1e-3) / 1e9
-                row = {"pass": case.pass_name, "shape": case.params["shape"], "dtype": case.params["dtype"],
+                row = {"pass": case.pass_name, "shape": bench_shape(case.params), "dtype": case.params["dtype"],
                        "impl": impl, "ms": ms, "gbps": gbps, "pct_copy": 100 * gbps / copy_gbps,
                        "spread": timing.spread(ts)}
                 if case.flops:
                     row["tflops"] = case.flops / (ms * 1e-3) / 1e12
                 rows.append(row)
                 rate = f"{row['tflops']:8.1f} TFLOP/s" if case.flops else f"{gbps:8.0f} GB/s"
-                print(f"{slug} {case.pass_name:8s} {str(case.params['shape']):15s} {impl:14s} {ms * 1e3:9.1f} us {rate}", flush=True)
+                print(f"{slug} {case.pass_name:8s} {str(bench_shape(case.params)):15s} {impl:14s} {ms * 1e3:9.1f} us {rate}", flush=True)
         import triton
 
         results = {
