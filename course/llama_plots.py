@@ -5,7 +5,9 @@ Notebook 10 and lectures/figures/make_10_figures.py both draw with these, so the
 
 from __future__ import annotations
 
+import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -195,3 +197,38 @@ def summary_markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {b} | " + " | ".join(cells) + " |")
         lines += ["", "Target: decode with W4A16 at least 1.5x eager bf16.", ""]
     return "\n".join(lines) + "\n"
+
+
+def host_ab_best(folder: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Runs of the host and eager_decode sections kept as FOLDER/<side>_<n>/llama_block.json (side 'before' or
+    'after', several runs of each in turn): side -> row -> measure -> the least of the runs."""
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for path in sorted(folder.glob("*_*/llama_block.json")):
+        side, data = path.parent.name.split("_")[0], json.loads(path.read_text())
+        rows: list[tuple[str, dict[str, Any]]] = [(r["op"], r) for r in data.get("host") or []]
+        rows += [(f"decode B={r['batch']} {r['impl']}", {"us": r["ms"] * 1e3}) for r in data.get("eager_decode") or []]
+        for name, r in rows:
+            row = found.setdefault(side, {}).setdefault(name, {})
+            for k in ("public_us", "op_us", "bare_triton_us", "torch_us", "us"):
+                if k in r:
+                    row[k] = min(row.get(k, float("inf")), r[k])
+    return found
+
+
+def host_ab_markdown(folder: Path) -> str:
+    """The host cost per op and the eager decode block, before and after, as markdown tables."""
+    b = host_ab_best(folder)
+    before, after = b.get("before", {}), b.get("after", {})
+    lines = ["| op | public call before (us) | after (us) | registered op before (us) | after (us) | bare Triton launch (us) | PyTorch (us) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for op, a in after.items():
+        if "public_us" in a:
+            o = before.get(op, {})
+            bare, torch_us = min(a["bare_triton_us"], o.get("bare_triton_us", 1e9)), min(a["torch_us"], o.get("torch_us", 1e9))
+            lines.append(f"| {op} | {o.get('public_us', float('nan')):.1f} | {a['public_us']:.1f} | {o.get('op_us', float('nan')):.1f} | "
+                         f"{a['op_us']:.1f} | {bare:.1f} | {torch_us:.1f} |")  # fmt: skip
+    lines += ["", "| decode step, 4096-token cache | before (us) | after (us) |", "|---|---:|---:|"]
+    for name, a in after.items():
+        if "us" in a:
+            lines.append(f"| {name.removeprefix('decode ')} | {before.get(name, {}).get('us', float('nan')):.1f} | {a['us']:.1f} |")
+    return "\n".join(lines)

@@ -10,6 +10,9 @@ For shipping the kernels into a program (issue 20), in the order worth running t
     python scripts/llama_block_bench.py --out OUT --sections host,shipping_decode,train,shipping_prefill
 
 host: host microseconds per call of every course op (public call, registered op, bare Triton launch, PyTorch);
+eager_decode: the decode step eager, batch 1-16, where each call's host cost shows. To measure a change of the
+launch path, run `--sections host,eager_decode --out OUT/after_1` here and `--out OUT/before_1` in a worktree
+of the commit before (each tree its own script), in turn a few times; `--out OUT --ab` prints the best of each.
 shipping_decode: decode, batch 1-16, 4096-token cache, W4A16, eager and torch.compile mode="reduce-overhead"
 (CUDA graphs with no hand capture); train: forward and backward, batch 1-4 x 2048, eager autograd and
 torch.compile, gradients checked against float32; shipping_prefill: batch 1-4 x 512-4096 under torch.compile.
@@ -59,6 +62,7 @@ from course.llama import (  # noqa: E402
     train_step,
     trainable,
 )
+from course.llama_plots import host_ab_markdown  # noqa: E402
 from course.results import Sections, markdown_table, run_meta, section_parser  # noqa: E402
 
 # The course block with cuBLAS bf16 projections (these four kernels also have a backward), and with W4A16 ones.
@@ -261,6 +265,13 @@ def section_shipping_decode(b: Bench) -> list[dict[str, Any]]:
     for batch in b.sizes(list(DECODE_BATCHES), 2):
         rows += b.time_plans("shipping_decode", plans, batch, b.kv, True)
     return rows
+
+
+def section_eager_decode(b: Bench) -> list[dict[str, Any]]:
+    """The decode step eager, PyTorch and course, where every call's host cost shows (the lean launch's measure)."""
+    plans: list[Plan] = [("eager", (), "eager", False), ("course bf16", ALL_BF16, "eager", False),
+                         ("course W4A16", ALL_W4, "eager", False), ("course W4A16 + CUDA graph", ALL_W4, "eager", True)]  # fmt: skip
+    return [r for batch in b.sizes([1, 4, 16], 2) for r in b.time_plans("eager_decode", plans, batch, b.kv, True)]
 
 
 def section_shipping_prefill(b: Bench) -> list[dict[str, Any]]:
@@ -497,7 +508,8 @@ def section_host(b: Bench) -> list[dict[str, Any]]:
         "transpose": (lambda: m["coalescing"].transpose(sq), lambda: m["coalescing"].transpose_op(sq), lambda: sq.t().contiguous()),
         "matmul": (lambda: m["tiling"].matmul(x, a), lambda: m["tiling"].matmul_op(x, a), lambda: x @ a),
     }  # fmt: skip
-    timer = host_overhead_us if b.gpu else (lambda f: host_overhead_us(f, calls=1, warmup=0))
+    # the best of 5 runs of 200 queued calls: a cloud machine's host is shared, and one run reads 30% high at times
+    timer = (lambda f: host_overhead_us(f, reps=5, warmup=20)) if b.gpu else (lambda f: host_overhead_us(f, calls=1, warmup=0))
     rows = []
     for name, (public, op, reference) in cases.items():
         try:
@@ -630,7 +642,7 @@ def shipping_markdown(results: dict[str, Any]) -> str:
 
 SECTIONS: dict[str, Callable[[Bench], Any]] = {
     "check": section_check, "attention": section_attention, "decode": section_decode, "breakdown": section_breakdown,
-    "ablation": section_ablation, "prefill": section_prefill, "host": section_host, "shipping_decode": section_shipping_decode,
+    "ablation": section_ablation, "prefill": section_prefill, "host": section_host, "eager_decode": section_eager_decode, "shipping_decode": section_shipping_decode,
     "train": section_train, "shipping_prefill": section_shipping_prefill, "hf": section_hf,
 }  # fmt: skip
 
@@ -643,7 +655,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the reference solutions (the committed tables), or yours where they run")  # fmt: skip
     parser.add_argument("--hf-layers", type=int, default=2, help="hf: layers of Llama-3-8B's shape")
     parser.add_argument("--wheels", type=Path, help="hf: a folder of wheels holding transformers and what it needs")
+    parser.add_argument("--ab", action="store_true", help="print the before/after tables of the runs under --out and stop")
     args = parser.parse_args(argv)
+    if args.ab:
+        print(host_ab_markdown(args.out))
+        return 0
     if args.wheels is not None:
         install_wheels(args.wheels)
     torch._dynamo.config.cache_size_limit = 64  # one compiled graph per shape, and there are 16 shapes
