@@ -222,7 +222,10 @@ TOLERANCES = {
 # W4A16 GEMV split over K on three column tiles (the H200 runs the GEMV up to two rows: its programs must
 # count their splits per row and tile; the CPU tier's table sends two rows to the GEMV too), the W4A16 dot
 # over whole steps inside one scale group (3 x 384, groups of 128), and 40 x 130 products, several tiles of
-# the dot kernels each way.
+# the dot kernels each way. Two more reach what those do not: a one-row W8A16 product of K = 257 on 505
+# channels (32 column tiles: no split) whose second step, which the first step's prefetch loads, holds one
+# weight; and a W4A16 dot of 3 x 384 with groups of 128 on 200 channels (4 column tiles), whose K splits in
+# two and whose first split adds up two whole steps, each scaled by its group after the dot.
 CPU_W8 = [
     {"M": 1, "K": 100, "N": 37},
     {"M": 3, "K": 64, "N": 5},
@@ -233,6 +236,7 @@ CPU_W8 = [
     {"M": 1, "K": 2049, "N": 96},
     {"M": 3, "K": 256, "N": 20, "dist": "extreme"},
     {"M": 40, "K": 200, "N": 130, "dist": "extreme"},
+    {"M": 1, "K": 257, "N": 505},
 ]
 CPU_W4 = [
     {"M": 1, "K": 64, "N": 37, "group_size": 32},
@@ -245,6 +249,7 @@ CPU_W4 = [
     {"M": 1, "K": 2048, "N": 130, "group_size": 256, "dist": "extreme"},
     {"M": 2, "K": 1024, "N": 70, "group_size": 32},
     {"M": 40, "K": 192, "N": 130, "group_size": 64},
+    {"M": 3, "K": 384, "N": 200, "group_size": 128},
 ]
 # LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
 # small-batch sizes, and odd ones: N not a multiple of any block, K not a power of two.
