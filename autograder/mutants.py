@@ -206,6 +206,14 @@ def check_solution_passes(slug: str, source: str, order: CaseOrder, seed: int, t
         )
 
 
+def grader_digest() -> str:
+    """A digest of the code every mutant's grading imports besides its kernels.py: course/ and autograder/."""
+    h = hashlib.sha256()
+    for path in sorted([*(REPO_ROOT / "course").rglob("*.py"), *(REPO_ROOT / "autograder").rglob("*.py")]):
+        h.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, jobs: int = 1,
         timeout: float = CASE_TIMEOUT, store: Path | None = RESULTS, progress: Progress = print) -> list[Outcome]:
     """Grade the mutants of one solution (all, or `only`), reusing the stored outcomes that still hold.
@@ -235,6 +243,7 @@ def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, j
         else:
             todo.append(m)
     progress(f"{slug}: {len(chosen)} mutants, {len(chosen) - len(todo)} outcomes reused, {len(todo)} to grade")
+    before = grader_digest()
     if todo and store is not None:
         check_solution_passes(slug, source, order, seed, timeout)
     last_write = time.monotonic()
@@ -253,6 +262,14 @@ def run(slug: str, only: list[Mutant] | None = None, seed: int = DEFAULT_SEED, j
     outcomes = [results[m.id] for m in chosen]
     if store is not None:
         write_store(slug, outcomes, fingerprint, store)
+    if todo and grader_digest() != before:
+        # each mutant's worker imports course/ and autograder/ afresh: an edit made during the run (a file
+        # saved half-way, say) can kill mutants that are not wrong; on 2026-11-25 one did, 63 of them
+        raise RuntimeError(
+            f"course/ or autograder/ changed while the {slug} mutants were graded, so outcomes graded meanwhile may "
+            f"not be the grader's: take them out of {store_path(slug, store) if store else 'the run'} (or the whole "
+            "file) and run again with the code left alone."
+        )
     return outcomes
 
 

@@ -146,3 +146,16 @@ def test_a_sample_of_mutants_is_killed_by_the_grader() -> None:
         if outcome.status != "killed":
             survivors.append(f"{slug}: {mutant.id}")
     assert not survivors, f"the grader passed these wrong kernels: {survivors}"
+
+
+def test_a_run_during_which_the_grader_s_code_changed_says_its_outcomes_are_suspect(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    source = mt.solution_source("coalescing")
+    (mutant,) = mutants(source)[:1]
+    digests = iter(["before", "after"])
+    monkeypatch.setattr(mt, "grader_digest", lambda: next(digests))
+    monkeypatch.setattr(mt, "check_solution_passes", lambda *a, **k: None)
+    monkeypatch.setattr(mt, "grade_mutant", lambda slug, src, m, *a, **k: mt.Outcome(
+        m.id, m.operator, m.task, m.line, m.digest(src), "killed", "a case", "error", "could not be imported"))
+    with pytest.raises(RuntimeError, match="changed while the coalescing mutants were graded"):
+        mt.run("coalescing", [mutant], store=tmp_path, progress=lambda s: None)
+    assert len(mt.load_store("coalescing", tmp_path)["outcomes"]) == 1  # written first: the message names the file
