@@ -83,8 +83,8 @@ def test_bucket_and_grid_helpers() -> None:
 
 
 PINNED = [  # (slug, config function, arguments after the device, H200's pick, H100's pick, the interpreter's pick)
-    ("rmsnorm", "forward_config", (16384, 4096), (4, 4096, 4), (2, 4096, 8), (2, 4096, 16)),
-    ("rmsnorm", "forward_config", (1000, 96), (16, 128, 2), (16, 128, 2), (16, 128, 2)),
+    ("rmsnorm", "forward_config", (16384, 4096), (2, 4096, 16), (2, 4096, 8), (2, 4096, 16)),
+    ("rmsnorm", "forward_config", (1000, 96), (16, 128, 2), (16, 128, 4), (16, 128, 2)),
     ("rmsnorm", "forward_config", (3, 20001), (1, 16384, 16), (1, 16384, 16), (1, 16384, 8)),
     ("rmsnorm", "backward_config", (16384, 4096), (264, 4096, 16), (264, 4096, 16), (8, 4096, 16)),
     ("rmsnorm", "backward_config", (16384, 8192), (132, 8192, 16), (132, 8192, 16), (4, 8192, 16)),

@@ -450,15 +450,17 @@ def _w(bits: int, m: int, k: int = 4096, ns: tuple[int, ...] = (14336,)) -> list
     return [{"M": m, "K": k, "N": n, "dtype": "float16", **({"group_size": 128} if bits == 4 else {})} for n in ns]
 
 
-# The decode bucket is timed on both graded decode shapes: tuned on 14336 columns alone, block_n 64 won by 1%
-# on an H200 and cost the 4096-column case 14% (10.9 -> 12.4 us).
+# Each W4A16 bucket is timed on 4096 and 14336 columns: tuned on 14336 columns alone, the decode bucket's
+# block_n 64 won by 1% on an H200 and cost the 4096-column case 14% (10.9 -> 12.4 us), and the M=16 and M=64
+# buckets' choices ran 16-22% slower at 4096 columns than the hand-tuned ladder before them (the H200 bench of
+# 2026-11-25 against 2026-11-21).
 SEARCH_SPACE = [
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=1": _w(4, 1, ns=(14336, 4096))},
                 [_gemv(32, 128, 2, 8), _gemv(16, 128, 1, 16), _gemv(64, 128, 2, 8), _gemv(32, 256, 4, 8), _gemv(32, 128, 2, 16)]),
-    SearchSpace("w4", "quant_matmul.w4a16", {"m<=16": _w(4, 16)},
+    SearchSpace("w4", "quant_matmul.w4a16", {"m<=16": _w(4, 16, ns=(14336, 4096))},
                 [_dot(64, 16, 128, 4, 3, 4), _dot(64, 16, 128, 4, 3, 2), _dot(64, 16, 128, 4, 3, 8), _dot(128, 16, 128, 4, 3, 2),
                  _dot(64, 16, 128, 4, 2, 4)]),
-    SearchSpace("w4", "quant_matmul.w4a16", {"m<=64": _w(4, 64)},
+    SearchSpace("w4", "quant_matmul.w4a16", {"m<=64": _w(4, 64, ns=(14336, 4096))},
                 [_dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1), _dot(64, 64, 128, 4, 2, 2), _dot(128, 64, 128, 8, 3, 1)]),
     SearchSpace("w8", "quant_matmul.w8a16", {"m<=1": _w(8, 1)},
                 [_gemv(16, 512, 2, 2), _gemv(16, 256, 2, 8), _gemv(8, 1024, 4, 2), _gemv(16, 512, 4, 2), _gemv(32, 512, 4, 2)]),

@@ -321,7 +321,7 @@ SEARCH_SPACE = [
     SearchSpace("forward", "rmsnorm.forward", {"cols<=512": _rows([65536, 512]), "cols<=1024": _rows([16384, 1024])},
                 grid(elements=[2048, 4096], max_rows=[64], num_warps=[2, 4, 8])),
     SearchSpace("forward", "rmsnorm.forward",
-                {"cols<=2048": _rows([16384, 2048]), "cols<=4096": _rows([16384, 4096]),
+                {"cols<=2048": _rows([16384, 2048]), "cols<=4096": _rows([16384, 4096], [4096, 4096]),
                  "cols<=8192": _rows([16384, 8192]), "cols<=16384": _rows([8192, 14336])},
                 grid(elements=[8192, 16384], max_rows=[64], num_warps=[4, 8, 16])),
     SearchSpace("forward", "rmsnorm.forward", {"cols>16384": _rows([2048, 32768])}, grid(tile=[8192, 16384], num_warps=[8, 16])),
