@@ -38,6 +38,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
+from course.launch import cdiv
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -80,6 +81,7 @@ CONFIGS = ConfigTable.beside(__file__, "$slug")
 SMALL = 1 << 20
 
 
+@CONFIGS.cached  # every launch asks: worked out once per (device, n_elements)
 def forward_config(device: Device, n_elements: int) -> tuple[int, int]:
     """(BLOCK, num_warps) of the kernel over n_elements."""
     s = CONFIGS.pick(device, "forward", ceil_bucket(n_elements, (SMALL,), "elements", f"elements>{SMALL}"))
@@ -106,7 +108,7 @@ def scale_shift_forward(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tenso
     if n == 0:
         return y
     block, num_warps = forward_config(device_of(x), n)
-    _scale_shift_kernel[(triton.cdiv(n, block),)](x, scale, shift, y, n, x.shape[-1], BLOCK=block, num_warps=num_warps)
+    _scale_shift_kernel[(cdiv(n, block),)](x, scale, shift, y, n, x.shape[-1], BLOCK=block, num_warps=num_warps)
     return y
 
 

@@ -17,11 +17,12 @@ Call an op through the module that defined it (`kernels.rmsnorm(...)`, or `kerne
 through a namespace you assume. Every namespace starts with "course": the grader's recorder runs a course
 op's implementation under its watch (autograder/policy.py, `is_course_op`).
 
-The dispatcher costs host time: a trip from Python into PyTorch's C++ dispatcher and back into Python, some
-15-30 us a call, as much as the Triton launch itself. So an op defined here is a `CourseOp`: called in
-plain eager code it runs its implementation directly, and it goes through the dispatcher only where
-something is listening there: torch.compile tracing it, or a dispatch mode (a fake-tensor mode, the
-grader's recorder, `run_implementations`). `op.overload` is the registered operator itself.
+The dispatcher costs host time: a trip from Python into PyTorch's C++ dispatcher and back into Python (on a
+CPU with Triton's launch stubbed out, 4-20 us a call over the launcher alone, more for more arguments and
+outputs). So an op defined here is a `CourseOp`: called in plain eager code it runs its implementation
+directly, and it goes through the dispatcher only where something is listening there: torch.compile tracing
+it, or a dispatch mode (a fake-tensor mode, the grader's recorder, `run_implementations`). `op.overload` is
+the registered operator itself.
 """
 
 from __future__ import annotations
