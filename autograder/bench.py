@@ -62,6 +62,7 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
         module = load_kernels(slug, "solutions")
         rows = []
         for case in spec_module.bench_suite(module, quick):
+            shape = bench_shape(case.params)
             pool = [case.make_inputs(case.params, generator(1000 + i, device), device) for i in range(2)]
             calls = {impl: [prepare(inputs) for inputs in pool] for impl, prepare in case.impls.items()}
             for impl, prepare in anchors.extra_impls(slug, case.pass_name, case.params).items():
@@ -70,19 +71,19 @@ def run_bench(slugs: list[str], out: Path | None, quick: bool) -> int:
                     calls[impl][0]()
                 except Exception as exc:  # noqa: BLE001
                     calls.pop(impl, None)
-                    print(f"{slug} {case.pass_name} {bench_shape(case.params)}: {impl} left out: {type(exc).__name__}: {exc}", flush=True)
+                    print(f"{slug} {case.pass_name} {shape}: {impl} left out: {type(exc).__name__}: {exc}", flush=True)
             times = timing.time_interleaved({k: (lambda i, c=c: c[i]()) for k, c in calls.items()}, len(pool), reps, device)
             for impl, ts in times.items():
                 ms = timing.median(ts)
                 gbps = case.bytes_moved / (ms * 1e-3) / 1e9
-                row = {"pass": case.pass_name, "shape": bench_shape(case.params), "dtype": case.params["dtype"],
+                row = {"pass": case.pass_name, "shape": shape, "dtype": case.params["dtype"],
                        "impl": impl, "ms": ms, "gbps": gbps, "pct_copy": 100 * gbps / copy_gbps,
                        "spread": timing.spread(ts)}
                 if case.flops:
                     row["tflops"] = case.flops / (ms * 1e-3) / 1e12
                 rows.append(row)
                 rate = f"{row['tflops']:8.1f} TFLOP/s" if case.flops else f"{gbps:8.0f} GB/s"
-                print(f"{slug} {case.pass_name:8s} {str(bench_shape(case.params)):15s} {impl:14s} {ms * 1e3:9.1f} us {rate}", flush=True)
+                print(f"{slug} {case.pass_name:8s} {str(shape):15s} {impl:14s} {ms * 1e3:9.1f} us {rate}", flush=True)
         import triton
 
         results = {
