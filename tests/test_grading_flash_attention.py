@@ -144,7 +144,9 @@ def test_untouched_stub_scores_zero_and_names_the_task_to_fill_in() -> None:
     for c in r.cases:
         if c.kind == "correctness":
             assert c.status == "not_implemented", (c.name, c.status, c.message)
-            assert c.message == f"Not implemented yet: fill in the TODO marked {expected[c.task]} in kernels.py."
+            # a one-row query's forward is the decode path, whose logsumexp its backward reads
+            task = "flash_attention.decode" if c.task == "flash_attention.backward" and "x1x" in c.name else expected[c.task]
+            assert c.message == f"Not implemented yet: fill in the TODO marked {task} in kernels.py."
 
 
 def test_a_minimal_honest_kernel_passes_every_forward_and_decode_case() -> None:

@@ -436,12 +436,19 @@ CPU_BACKWARD = [
     {"shape": [1, 2, 70, 32], "causal": True},
     {"shape": [1, 4, 45, 16], "kv_heads": 2, "seq_k": 100, "causal": False},
     {"shape": [2, 4, 37, 32], "kv_heads": 1, "causal": True},
+    # Sq and Sk one past a multiple of every power-of-two block, so the last query block of dK/dV and the last
+    # key block of dQ hold one row; two batches of two KV heads, so a head mapping that drops the batch shows.
+    {"shape": [2, 4, 33, 16], "kv_heads": 2, "seq_k": 65, "causal": False},
+    # One query row: the forward runs the decode path (flash_attention.decode), whose combine kernel stores the
+    # logsumexp that the backward reads. The only graded use of the decode's logsumexp.
+    {"shape": [2, 4, 1, 16], "kv_heads": 2, "seq_k": 65, "causal": False},
 ]
 CPU_DECODE = [
     {"shape": [2, 4, 1, 16], "seq_k": 70, "causal": False},
     {"shape": [1, 8, 1, 32], "kv_heads": 2, "seq_k": 300, "causal": False},
     {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
     {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
+    {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False},  # a last key block of one key
 ]
 
 # kv_int8: the decode's shapes, over an INT8 cache, and the spread of per-token scales.
