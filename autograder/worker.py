@@ -185,6 +185,10 @@ def _install_launch_hooks() -> None:
     from torch.utils._python_dispatch import _disable_current_modes
     from triton.runtime.jit import JITFunction
 
+    from course.launch import direct_launches
+
+    direct_launches(False)  # every launch through JITFunction.run, where the hooks below record it
+
     classes = [JITFunction]
     try:
         from triton.runtime.interpreter import InterpretedFunction

@@ -36,14 +36,16 @@ def check_tensor(
     if t.dtype not in dtypes:
         names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
         raise TypeError(f"{fn}: `{name}` must have dtype {names}; got {str(t.dtype).replace('torch.', '')}.")
+    # is_cuda / is_cpu / is_meta rather than t.device.type: a decode step checks a dozen tensors, and
+    # building a torch.device each time costs more than the rest of the check
     if interpreter_requested():
-        if t.device.type != "cpu":
+        if not t.is_cpu:
             raise ValueError(
                 f"{fn}: `{name}` is on {t.device}, but TRITON_INTERPRET=1 runs kernels on the CPU: "
                 "move it with .cpu(), or unset TRITON_INTERPRET to use the GPU."
             )
     # meta: shapes without data, which `python -m autograder portability` passes to see what a call launches.
-    elif t.device.type not in ("cuda", "meta"):
+    elif not (t.is_cuda or t.is_meta):
         raise ValueError(
             f"{fn}: `{name}` is on {t.device}, but Triton kernels run on a CUDA GPU: move it with "
             ".cuda(), or set TRITON_INTERPRET=1 (before importing triton) to use the CPU interpreter."
@@ -57,6 +59,10 @@ def check_tensor(
 
 def check_same(fn: str, what: str, **tensors: torch.Tensor) -> None:
     """Check that the named tensors agree on `what` ('dtype' or 'device')."""
+    tensors_in_turn = iter(tensors.values())
+    first = getattr(next(tensors_in_turn), what)
+    if all(getattr(t, what) == first for t in tensors_in_turn):
+        return
     values = {name: getattr(t, what) for name, t in tensors.items()}
     if len(set(values.values())) > 1:
         listed = ", ".join(f"`{n}` is {str(v).replace('torch.', '')}" for n, v in values.items())
