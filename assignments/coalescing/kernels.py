@@ -16,7 +16,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
-from course.launch import cdiv
+from course.launch import cdiv, launch
 from course.ops import OpLibrary
 from course.validate import check_tensor
 
@@ -97,7 +97,7 @@ def transpose_launch(x: torch.Tensor, block_m: int, block_n: int, num_warps: int
     if out.numel() == 0:  # pragma: no cover - empty input, no launch
         return out
     grid = (cdiv(n_rows, block_m) * cdiv(n_cols, block_n),)
-    _transpose_kernel[grid](
+    launch(_transpose_kernel, grid,
         x, out, n_rows, n_cols, x.stride(0), out.stride(0),
         BLOCK_M=block_m, BLOCK_N=block_n, num_warps=num_warps,
     )  # fmt: skip

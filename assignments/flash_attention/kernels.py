@@ -24,7 +24,7 @@ import triton.language as tl
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
 from course.kivi import KIVI_GROUP_SIZES, quantize_kivi
-from course.launch import cdiv, next_power_of_2
+from course.launch import cdiv, launch, next_power_of_2
 from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
@@ -589,7 +589,7 @@ def attention_forward(
     else:
         k_desc, v_desc = k, v  # stand-ins: the kernel does not touch them
     grid = (cdiv(seqlen_q, cfg.block_m), batch * n_heads_q)
-    _attn_fwd_kernel[grid](
+    launch(_attn_fwd_kernel, grid,
         q, k, v, o, lse if store_lse else o, k_desc, v_desc,
         seqlen_q, seqlen_k, n_heads_q, n_heads_q // n_heads_kv, scale * LOG2E,
         HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, STORE_LSE=store_lse,
@@ -613,12 +613,12 @@ def attention_decode(
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
     lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
-    _attn_decode_split_kernel[(n_splits, batch * n_heads_kv)](
+    launch(_attn_decode_split_kernel, (n_splits, batch * n_heads_kv),
         q, k, v, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
         HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, next_power_of_2(group)),
         DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
-    _attn_decode_combine_kernel[(batch * n_heads_q,)](
+    launch(_attn_decode_combine_kernel, (batch * n_heads_q,),
         o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
         num_warps=4 if head_dim * n_splits >= combine_elements else 1,
     )  # fmt: skip
@@ -632,7 +632,7 @@ def kv_quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # p
     n_rows = scales.numel()
     block_r = 16
     grid = (cdiv(n_rows, block_r),)
-    _kv_quantize_int8_kernel[grid](x, codes, scales, n_rows, HEAD_DIM=x.shape[-1], BLOCK_R=block_r)
+    launch(_kv_quantize_int8_kernel, grid, x, codes, scales, n_rows, HEAD_DIM=x.shape[-1], BLOCK_R=block_r)
     return codes, scales
 
 
@@ -651,12 +651,12 @@ def attention_decode_int8(
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
     lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
-    _attn_decode_int8_split_kernel[(n_splits, batch * n_heads_kv)](
+    launch(_attn_decode_int8_split_kernel, (n_splits, batch * n_heads_kv),
         q, k_q, k_scale, v_q, v_scale, o_part, lse_part, seqlen_k, group, cfg.keys_per_split, scale * LOG2E,
         HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_G=max(16, next_power_of_2(group)),
         DOT_PRECISION=precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
-    _attn_decode_combine_kernel[(batch * n_heads_q,)](
+    launch(_attn_decode_combine_kernel, (batch * n_heads_q,),
         o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
         num_warps=4 if head_dim * n_splits >= combine_elements else 1,
     )  # fmt: skip
@@ -689,13 +689,13 @@ def attention_decode_int4(
     # Triton 3.6 on an H100 computes every output wrong from a 16-key tile of join + reshape in 16 bits (right
     # from 32 keys on, and in float32, whatever the warps): measured 2026-11-24, results/h100/NOTES.md. A 16-key
     # tile (KIVI's groups of 16) loads each channel's byte instead, in every dtype.
-    _attn_decode_int4_split_kernel[(n_splits, batch * n_heads_kv)](
+    launch(_attn_decode_int4_split_kernel, (n_splits, batch * n_heads_kv),
         q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, o_part, lse_part, seqlen_k, k_scale.shape[2], group,
         cfg.keys_per_split, scale * LOG2E, GROUP_SIZE=group_size, HEAD_DIM=head_dim,
         BLOCK_N=block_n, BLOCK_G=max(16, next_power_of_2(group)), DOT_PRECISION=precision,
         UNPACK_JOIN=block_n >= 32, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
-    _attn_decode_combine_kernel[(batch * n_heads_q,)](
+    launch(_attn_decode_combine_kernel, (batch * n_heads_q,),
         o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
         num_warps=4 if head_dim * n_splits >= combine_elements else 1,
     )  # fmt: skip
@@ -722,15 +722,15 @@ def attention_backward(
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
     n_rows = batch * n_heads_q * seqlen_q
     block_r = cfg.preprocess_rows
-    _attn_bwd_preprocess_kernel[(cdiv(n_rows, block_r),)](
+    launch(_attn_bwd_preprocess_kernel, (cdiv(n_rows, block_r),),
         o, do, delta, n_rows, HEAD_DIM=head_dim, BLOCK_R=block_r
     )
-    _attn_bwd_dkdv_kernel[(cdiv(seqlen_k, cfg.dkdv_block_n), batch * n_heads_kv)](
+    launch(_attn_bwd_dkdv_kernel, (cdiv(seqlen_k, cfg.dkdv_block_n), batch * n_heads_kv),
         q, k, v, do, lse, delta, dk, dv, seqlen_q, seqlen_k, group, scale * LOG2E, scale,
         HEAD_DIM=head_dim, BLOCK_M=cfg.dkdv_block_m, BLOCK_N=cfg.dkdv_block_n, CAUSAL=causal,
         DOT_PRECISION=precision, num_warps=cfg.dkdv_warps, num_stages=cfg.dkdv_stages,
     )  # fmt: skip
-    _attn_bwd_dq_kernel[(cdiv(seqlen_q, cfg.dq_block_m), batch * n_heads_q)](
+    launch(_attn_bwd_dq_kernel, (cdiv(seqlen_q, cfg.dq_block_m), batch * n_heads_q),
         q, k, v, do, lse, delta, dq, seqlen_q, seqlen_k, n_heads_q, group, scale * LOG2E, scale,
         HEAD_DIM=head_dim, BLOCK_M=cfg.dq_block_m, BLOCK_N=cfg.dq_block_n, CAUSAL=causal,
         DOT_PRECISION=precision, num_warps=cfg.dq_warps, num_stages=cfg.dq_stages,

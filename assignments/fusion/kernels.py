@@ -17,7 +17,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.launch import cdiv, next_power_of_2
+from course.launch import cdiv, launch, next_power_of_2
 from course.ops import OpLibrary
 from course.validate import check_tensor
 
@@ -133,7 +133,7 @@ def gelu_forward(x: torch.Tensor) -> torch.Tensor:
     if n == 0:  # pragma: no cover - empty input, no launch
         return y
     block, num_warps = gelu_config(device_of(x), n)
-    _gelu_kernel[(cdiv(n, block),)](x, y, n, BLOCK=block, num_warps=num_warps)
+    launch(_gelu_kernel, (cdiv(n, block),), x, y, n, BLOCK=block, num_warps=num_warps)
     return y
 
 
@@ -147,7 +147,7 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     y2 = y.view(-1, n_cols)
     n_rows = x2.shape[0]
     block_m, block_n, num_warps = softmax_config(device_of(x), n_rows, n_cols)
-    _softmax_kernel[(cdiv(n_rows, block_m),)](
+    launch(_softmax_kernel, (cdiv(n_rows, block_m),),
         x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0),
         BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, num_warps=num_warps,
     )  # fmt: skip

@@ -27,7 +27,7 @@ from triton.runtime.errors import OutOfResources
 
 from course.configs import ConfigTable, SearchSpace
 from course.device import Device, device_of
-from course.launch import cdiv, next_power_of_2
+from course.launch import cdiv, launch, next_power_of_2
 from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
@@ -537,7 +537,7 @@ def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cf
     if isinstance(cfg, GemvConfig):
         n_tiles = cdiv(n, cfg.block_n)
         splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
-        _w8a16_gemv_kernel[(n_tiles, splits, m)](
+        launch(_w8a16_gemv_kernel, (n_tiles, splits, m),
             x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
             BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, WORDS=words, EVEN_K=even_k, SPLIT=splits > 1,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages,
@@ -545,7 +545,7 @@ def w8a16_launch(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor, cf
         return y
     n_tiles, m_tiles = cdiv(n, cfg.block_n), cdiv(m, cfg.block_m)
     splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
-    _w8a16_dot_kernel[(n_tiles, splits, m_tiles)](
+    launch(_w8a16_dot_kernel, (n_tiles, splits, m_tiles),
         x, w, scales, y, part, locks, m, n, k, x.stride(0), w.stride(0), y.stride(0), k_split,
         BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_K=cfg.block_k, WORDS=words, EVEN_K=even_k,
         DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32, PRECISION=_precision(x.dtype), SPLIT=splits > 1,
@@ -564,7 +564,7 @@ def w4a16_launch(
     if isinstance(cfg, GemvConfig):
         n_tiles = cdiv(n, cfg.block_n)
         splits, k_split, part, locks = _split_k(n_tiles * m, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
-        _w4a16_gemv_kernel[(n_tiles, splits, m)](
+        launch(_w4a16_gemv_kernel, (n_tiles, splits, m),
             x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
             k_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_W=cfg.block_k // 8, EVEN_K=even_k,
             SPLIT=splits > 1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
@@ -572,7 +572,7 @@ def w4a16_launch(
         return y
     n_tiles, m_tiles = cdiv(n, cfg.block_n), cdiv(m, cfg.block_m)
     splits, k_split, part, locks = _split_k(n_tiles * m_tiles, k, cfg.block_k, cfg.programs_per_sm, x, m, n)
-    _w4a16_dot_kernel[(n_tiles, splits, m_tiles)](
+    launch(_w4a16_dot_kernel, (n_tiles, splits, m_tiles),
         x, words, scales, y, part, locks, m, n, k, x.stride(0), words.stride(0), scales.stride(0), y.stride(0),
         k_split, GROUP_SIZE=group_size, BLOCK_N=cfg.block_n, BLOCK_M=cfg.block_m, BLOCK_W=cfg.block_k // 8,
         EVEN_K=even_k, DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32, PRECISION=_precision(x.dtype),

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.launch import cdiv, next_power_of_2
+from course.launch import cdiv, launch, next_power_of_2
 from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
@@ -240,7 +240,7 @@ def rmsnorm_forward(
         return y, rstd
     block_m, block_n, num_warps = forward_config(device_of(x), n_rows, n_cols)
     grid = (cdiv(n_rows, block_m),)
-    _rmsnorm_fwd_kernel[grid](
+    launch(_rmsnorm_fwd_kernel, grid,
         x2, weight, y2, rstd if store_rstd else x2,  # any pointer will do when rstd is not stored
         n_rows, n_cols, x2.stride(0), y2.stride(0), eps,
         BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, STORE_RSTD=store_rstd,
@@ -263,13 +263,13 @@ def rmsnorm_backward(
     device = device_of(x)
     n_programs, block_n, num_warps = backward_config(device, n_rows, n_cols)
     dw_partial = torch.empty((n_programs, n_cols), dtype=torch.float32, device=x.device)  # (P, N)
-    _rmsnorm_bwd_dx_kernel[(n_programs,)](
+    launch(_rmsnorm_bwd_dx_kernel, (n_programs,),
         x2, weight, rstd, dy2, dx2, dw_partial,
         n_rows, n_cols, x2.stride(0), dy2.stride(0), dx2.stride(0),
         BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, num_warps=num_warps,
     )  # fmt: skip
     block_p, block_n_dw, dw_warps = dweight_config(device, n_cols)
-    _rmsnorm_bwd_dw_kernel[(cdiv(n_cols, block_n_dw),)](
+    launch(_rmsnorm_bwd_dw_kernel, (cdiv(n_cols, block_n_dw),),
         dw_partial, dw, n_programs, n_cols, BLOCK_P=block_p, BLOCK_N=block_n_dw, num_warps=dw_warps,
     )  # fmt: skip
     return dx, dw
@@ -284,7 +284,7 @@ def rmsnorm_linear_forward(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.
         return y
     block_m, block_n, block_k, num_warps, stages = linear_config(device_of(x), n_rows, n_out, x.element_size())
     grid = (cdiv(n_rows, block_m), cdiv(n_out, block_n))
-    _rmsnorm_linear_kernel[grid](
+    launch(_rmsnorm_linear_kernel, grid,
         x, norm_weight, w, y, n_rows, n_out, n_in, x.stride(0), w.stride(0), y.stride(0), eps,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
         DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32", num_warps=num_warps, num_stages=stages,

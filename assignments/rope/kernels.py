@@ -20,7 +20,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
-from course.launch import cdiv, next_power_of_2
+from course.launch import cdiv, launch, next_power_of_2
 from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
@@ -113,7 +113,7 @@ def rope_forward(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     if n_rows == 0:  # pragma: no cover - empty input, no launch
         return y
     block_r, block_d, num_warps = rope_config(device_of(x), n_rows, half)
-    _rope_fwd_kernel[(cdiv(n_rows, block_r),)](
+    launch(_rope_fwd_kernel, (cdiv(n_rows, block_r),),
         x, cos, sin, y, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
     )
     return y
@@ -128,7 +128,7 @@ def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tor
     if n_rows == 0:  # pragma: no cover - empty input, no launch
         return dx
     block_r, block_d, num_warps = rope_config(device_of(dy), n_rows, half)
-    _rope_bwd_kernel[(cdiv(n_rows, block_r),)](
+    launch(_rope_bwd_kernel, (cdiv(n_rows, block_r),),
         dy, cos, sin, dx, n_rows, seq_len, half, BLOCK_R=block_r, BLOCK_D=block_d, num_warps=num_warps
     )
     return dx

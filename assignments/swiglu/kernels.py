@@ -17,7 +17,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.launch import cdiv
+from course.launch import cdiv, launch
 from course.ops import OpLibrary, needs_autograd
 from course.validate import check_same, check_tensor
 
@@ -107,7 +107,7 @@ def swiglu_forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     if n == 0:  # pragma: no cover - empty input, no launch
         return out
     block, num_warps = swiglu_config(device_of(gate), n)
-    _swiglu_fwd_kernel[(cdiv(n, block),)](gate, up, out, n, BLOCK=block, num_warps=num_warps)
+    launch(_swiglu_fwd_kernel, (cdiv(n, block),), gate, up, out, n, BLOCK=block, num_warps=num_warps)
     return out
 
 
@@ -119,7 +119,7 @@ def swiglu_backward(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -> t
     if n == 0:  # pragma: no cover - empty input, no launch
         return dgate, dup
     block, num_warps = swiglu_config(device_of(gate), n, backward=True)
-    _swiglu_bwd_kernel[(cdiv(n, block),)](gate, up, dy, dgate, dup, n, BLOCK=block, num_warps=num_warps)
+    launch(_swiglu_bwd_kernel, (cdiv(n, block),), gate, up, dy, dgate, dup, n, BLOCK=block, num_warps=num_warps)
     return dgate, dup
 
 
