@@ -100,18 +100,6 @@ def merge_shards(results: list[AssignmentResult]) -> AssignmentResult:
     return AssignmentResult(first.slug, first.title, first.tier, correctness + timed, " ".join(notes))
 
 
-def _release_cached_memory() -> None:
-    """Hand the GPU memory this process cached for the correctness phase's references back to the driver.
-
-    Sixteen parts' float64 references leave tens of GB in PyTorch's caching allocator, freed but held; a speed
-    case's worker then runs out of memory on an 80 GB GPU (an H100 grading, 2026-11-25: four speed cases lost
-    to "Process ... has 72.05 GiB memory in use", the grading process itself)."""
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
-
-
 @dataclass
 class Phases:
     """Wall time of a grading, for the report's last line."""
@@ -173,7 +161,6 @@ def grade_assignments(files: dict[str, Path], device_name: str, jobs: int | None
         for future in futures:
             future.result()
         phases.correctness_s = time.perf_counter() - start
-        _release_cached_memory()
         for slug in files:
             t0 = time.perf_counter()
             for grading in gradings:

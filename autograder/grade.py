@@ -522,6 +522,11 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
     sc = spec.speed[recorded.index]
     part = spec.part(sc.task)
     cpu = device.type != "cuda"
+    if not cpu:
+        # The float64 references this process computed for earlier cases (an attention score matrix at the speed
+        # shape is 17 GB) are freed but still cached by PyTorch; the process that times this case needs that
+        # memory on an 80 GB GPU (an H100 grading, 2026-11-25, lost four speed cases to it).
+        torch.cuda.empty_cache()
     try:
         rep_seeds = [Seeds.secret() for _ in range(reps)]  # one new input set per timed call, never shown to the worker
         always = min(MIN_REPS, reps)  # timed calls that run however settled the times are

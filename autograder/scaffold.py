@@ -38,7 +38,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.launch import cdiv
+from course.launch import cdiv, launch
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def scale_shift_forward(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tenso
     if n == 0:
         return y
     block, num_warps = forward_config(device_of(x), n)
-    _scale_shift_kernel[(cdiv(n, block),)](x, scale, shift, y, n, x.shape[-1], BLOCK=block, num_warps=num_warps)
+    launch(_scale_shift_kernel, (cdiv(n, block),), x, scale, shift, y, n, x.shape[-1], BLOCK=block, num_warps=num_warps)
     return y
 
 
