@@ -1,9 +1,12 @@
-"""Integer arithmetic for a launch's grid and tile sizes, in plain Python.
+"""Launching a kernel cheaply: the grid's integer arithmetic in plain Python, and the launch itself.
 
 `triton.cdiv` and `triton.next_power_of_2` are Triton `constexpr_function`s: they work inside a kernel and
 on the host alike, and on the host each call pays for that (about 3 us on Triton 3.7, an import and the
 unwrapping of its arguments), which is a good part of a decode-sized launch when a launcher calls them a
 handful of times. These give the same answers for the non-negative ints a launcher passes.
+
+`launch(kernel, grid, *args, **meta)` is `kernel[grid](*args, **meta)` that, once Triton has compiled the kernel
+for a key, calls the compiled kernel directly (below).
 """
 
 from __future__ import annotations
