@@ -11,6 +11,7 @@ for a key, calls the compiled kernel directly (below).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -84,11 +85,12 @@ _NO_KEY = object()
 _NONE_KNOWN: dict = {}
 
 
-def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> None:
+def launch(kernel: Any, grid: tuple[int, ...] | Callable[..., tuple[int, ...]], *args: Any, **meta: Any) -> None:
     """`kernel[grid](*args, **meta)`, with the compiled kernel called directly after the first launch of
     the same key. Positional arguments are the kernel's leading parameters (tensors and scalars); keywords
     are its remaining parameters (constexprs) and launch options (num_warps, num_stages, ...)."""
-    if not _DIRECT["on"] or kernel in _PLAIN:
+    # a grid computed from the arguments (a callable, as an autotuned launch passes) is Triton's to evaluate
+    if not _DIRECT["on"] or kernel in _PLAIN or callable(grid):
         kernel[grid](*args, **meta)
         return
     parts = []

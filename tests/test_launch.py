@@ -115,11 +115,12 @@ def test_a_float_value_does_not_specialize(gpu: dict) -> None:
     assert k.calls[1][1][12] == 2.0
 
 
-@pytest.mark.parametrize("case", ["off", "hooked", "unknown argument", "unhashable constexpr", "interpreter"])
+@pytest.mark.parametrize("case", ["off", "hooked", "unknown argument", "unhashable constexpr", "callable grid", "interpreter"])
 def test_triton_every_time(gpu: dict, case: str) -> None:
     k, x = FakeKernel(), torch.zeros(4)
     args: tuple = (x, x, 4, 0.5)
     meta: dict = {"BLOCK": 4}
+    grid: Any = (1,)
     if case == "off":
         assert cl.direct_launches(False) is True
     elif case == "hooked":
@@ -128,8 +129,10 @@ def test_triton_every_time(gpu: dict, case: str) -> None:
         args = (x, x, 4, [0.5])
     elif case == "unhashable constexpr":
         meta = {"BLOCK": [4]}
+    elif case == "callable grid":
+        grid = lambda meta: (1,)  # noqa: E731 - as Triton's autotuned launches pass it
     else:
         k.compiled = None  # the interpreter's launch returns no compiled kernel
     for _ in range(3):
-        cl.launch(k, (1,), *args, **meta)
+        cl.launch(k, grid, *args, **meta)
     assert _kinds(k) == ["triton"] * 3
