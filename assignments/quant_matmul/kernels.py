@@ -477,14 +477,28 @@ SEARCH_SPACE = [
 
 
 _LOCKS: dict[torch.device, torch.Tensor] = {}
+_POOLS: dict[torch.device, object] = {}  # the counters' own memory pools (torch.cuda.MemPool), one per GPU
 
 
 def _arrival_counters(n: int, device: torch.device) -> torch.Tensor:
-    """At least n int32 counters at zero. Kept across calls: _finish_tile leaves each one back at zero."""
+    """At least n int32 counters at zero. Kept across calls: _finish_tile leaves each one back at zero.
+
+    On a GPU they come from a memory pool of their own: the first call of a model compiled with
+    mode="reduce-overhead" runs while torch.compile's CUDA graphs allocate from their private pool, and they
+    refuse a tensor of that pool that outlives the call. A first call made while a graph is being captured
+    gets counters of its own instead, zeroed inside the graph."""
     locks = _LOCKS.get(device)
-    if locks is None or locks.numel() < n:
+    if locks is not None and locks.numel() >= n:
+        return locks
+    if device.type != "cuda":
         locks = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-        _LOCKS[device] = locks
+    elif torch.cuda.is_current_stream_capturing():  # pragma: no cover - GPU only: first call inside a capture
+        return torch.zeros(n, dtype=torch.int32, device=device)
+    else:  # pragma: no cover - GPU only: outside any CUDA graph's pool
+        pool = _POOLS.setdefault(device, torch.cuda.MemPool())
+        with torch.cuda.use_mem_pool(pool, device):
+            locks = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+    _LOCKS[device] = locks
     return locks
 
 
