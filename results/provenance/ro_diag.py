@@ -4,6 +4,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path.cwd())); sys.path.insert(0, str(Path.cwd() / "scripts"))
 import torch
 import llama_block_bench as lbb
+import os
+if os.environ.get("TREES") == "0":
+    torch._inductor.config.triton.cudagraph_trees = False
+    print("cudagraph_trees off")
 from course.results import Sections, run_meta
 from autograder.timing import back_to_back_ms
 run = Sections(Path("/tmp/ro/llama_block.json"), run_meta("ro_diag"))
