@@ -90,7 +90,7 @@ def _recording(module: ModuleType, device: Any, launches: list) -> Iterator[None
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
-    from course.launch import direct_launches
+    from course.launch import plain_launches
     from course.ops import run_implementations
 
     def record(self: JITFunction, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> None:
@@ -104,14 +104,13 @@ def _recording(module: ModuleType, device: Any, launches: list) -> Iterator[None
     saved = (JITFunction.run, Autotuner.run, module.__dict__.get("device_of"))
     JITFunction.run, Autotuner.run = record, record_each
     module.device_of = lambda t: device
-    direct = direct_launches(False)  # every launch through JITFunction.run, recorded
     try:
-        with run_implementations():  # a course op on meta tensors runs its launcher, not its fake
+        # a course op on meta tensors runs its launcher, not its fake; every launch goes through JITFunction.run
+        with run_implementations(), plain_launches():
             yield
     finally:
         JITFunction.run, Autotuner.run = saved[0], saved[1]
         module.device_of = saved[2]
-        direct_launches(direct)
 
 
 def graded_calls(slug: str, bf16: bool) -> Iterator[tuple[str, Any, Any, dict]]:

@@ -11,7 +11,8 @@ for a key, calls the compiled kernel directly (below).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -45,11 +46,22 @@ _MAX_KEYS = 4096  # distinct keys remembered per kernel before starting over (a 
 
 
 def direct_launches(on: bool) -> bool:
-    """Turn the direct launch on or off for this process; returns the previous setting. The grader turns
-    it off where it records launches through Triton's own launcher (autograder/worker.py)."""
+    """Turn the direct launch on or off for this process; returns the previous setting. The grader's worker
+    turns it off for good: it records launches through Triton's own launcher (autograder/worker.py)."""
     before = _DIRECT["on"]
     _DIRECT["on"] = on
     return before
+
+
+@contextlib.contextmanager
+def plain_launches() -> Iterator[None]:
+    """While open, every launch goes through Triton's `JITFunction.run`, for code that watches it (portability's
+    recorder, a bench's launch capture); the setting before is restored on leaving."""
+    before = direct_launches(False)
+    try:
+        yield
+    finally:
+        direct_launches(before)
 
 
 class _Bound:
@@ -121,10 +133,9 @@ def launch(kernel: Any, grid: tuple[int, ...] | Callable[..., tuple[int, ...]], 
 
 def _hooks_set() -> bool:
     """Whether a launch hook is installed (a profiler such as proton): Triton 3.7 keeps them in HookChains."""
-    from triton import knobs
-
+    runtime = _GPU["knobs"]
     return any(h is not None and bool(getattr(h, "calls", True))
-               for h in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook))  # fmt: skip
+               for h in (runtime.launch_enter_hook, runtime.launch_exit_hook))  # fmt: skip
 
 
 def _first_launch(kernel: Any, grid: tuple[int, ...], key: tuple, args: tuple, meta: dict[str, Any]) -> None:
@@ -154,10 +165,11 @@ def _bindable(kernel: Any, compiled: Any, args: tuple, meta: dict[str, Any]) -> 
         compiled._init_handles()
         run, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
         if not _GPU:
+            from triton import knobs
             from triton.runtime import driver
 
             _GPU["device"], _GPU["stream"] = driver.active.get_current_device, driver.active.get_current_stream
-            _GPU["hooked"] = _hooks_set
+            _GPU["knobs"], _GPU["hooked"] = knobs.runtime, _hooks_set
     except (TypeError, AttributeError, RuntimeError):
         return None
     tail = tuple(bound.arguments.values())[len(args):]

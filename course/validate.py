@@ -63,7 +63,5 @@ def check_same(fn: str, what: str, **tensors: torch.Tensor) -> None:
     first = getattr(next(tensors_in_turn), what)
     if all(getattr(t, what) == first for t in tensors_in_turn):
         return
-    values = {name: getattr(t, what) for name, t in tensors.items()}
-    if len(set(values.values())) > 1:
-        listed = ", ".join(f"`{n}` is {str(v).replace('torch.', '')}" for n, v in values.items())
-        raise ValueError(f"{fn}: the arguments must share one {what}, but {listed}.")
+    listed = ", ".join(f"`{n}` is {str(getattr(t, what)).replace('torch.', '')}" for n, t in tensors.items())
+    raise ValueError(f"{fn}: the arguments must share one {what}, but {listed}.")

@@ -62,7 +62,7 @@ from course.llama import (  # noqa: E402
     train_step,
     trainable,
 )
-from course.launch import direct_launches, launch  # noqa: E402
+from course.launch import launch, plain_launches  # noqa: E402
 from course.llama_plots import host_ab_markdown  # noqa: E402
 from course.results import Sections, markdown_table, run_meta, section_parser  # noqa: E402
 
@@ -450,12 +450,11 @@ def captured_launches(fn: Callable[[], Any]) -> list[tuple[Any, Any, tuple, dict
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     JITFunction.run = spy
-    direct = direct_launches(False)  # every launch through JITFunction.run, where the spy sees it
     try:
-        fn()
+        with plain_launches():  # every launch through JITFunction.run, where the spy sees it
+            fn()
     finally:
         JITFunction.run = original
-        direct_launches(direct)
     return seen
 
 

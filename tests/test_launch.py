@@ -136,3 +136,13 @@ def test_triton_every_time(gpu: dict, case: str) -> None:
     for _ in range(3):
         cl.launch(k, grid, *args, **meta)
     assert _kinds(k) == ["triton"] * 3
+
+
+def test_plain_launches_goes_through_triton_and_restores_the_setting(gpu: dict) -> None:
+    k, x = FakeKernel(), torch.zeros(4)
+    cl.launch(k, (1,), x, x, 4, 0.5, BLOCK=4)
+    with cl.plain_launches():
+        cl.launch(k, (1,), x, x, 4, 0.5, BLOCK=4)
+    cl.launch(k, (1,), x, x, 4, 0.5, BLOCK=4)
+    assert _kinds(k) == ["triton", "triton", "direct"]
+    assert cl.direct_launches(True) is True
