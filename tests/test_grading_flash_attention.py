@@ -238,6 +238,6 @@ def test_a_kernels_py_without_the_quantized_decodes_loses_those_cases_alone() ->
     for status, message in cases(r, (KV_INT8,)).values():
         assert status == "error" and "does not define `flash_decode_int8`: this bonus calls flash_decode_int8(" in message
     kv_int4 = cases(r, (KV_INT4,)).values()
-    assert len(kv_int4) == 5
+    assert len(kv_int4) == 7
     for status, message in kv_int4:
         assert status == "error" and "does not define `flash_decode_int4`: this bonus calls flash_decode_int4(" in message

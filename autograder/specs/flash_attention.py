@@ -460,14 +460,17 @@ CPU_KV_INT8 = [
     {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False, "dist": "spread"},
 ]
 
-# kv_int4: the decode's shapes over the KIVI cache, every group size, a cache shorter than one group, and the
-# spread of channels and tokens.
+# kv_int4: the decode's shapes over the KIVI cache, every group size, a cache shorter than one group, the
+# spread of channels and tokens, query heads per KV head that are not a power of two (3, and 6 as in
+# Qwen2-1.5B), whose rows the kernel pads, and 16 of them over one KV head (multi-query) in groups of 16 tokens.
 CPU_KV_INT4 = [
     {"shape": [2, 4, 1, 16], "seq_k": 70, "causal": False},
     {"shape": [1, 8, 1, 32], "kv_heads": 2, "seq_k": 300, "causal": False, "group_size": 16},
     {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
     {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
     {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False, "dist": "spread", "group_size": 64},
+    {"shape": [1, 6, 1, 32], "kv_heads": 2, "seq_k": 100, "causal": False, "group_size": 16},
+    {"shape": [1, 16, 1, 16], "kv_heads": 1, "seq_k": 40, "causal": False, "group_size": 16},
 ]
 
 GPU_FORWARD = [
@@ -518,6 +521,7 @@ GPU_KV_INT4 = [
     {"shape": [3, 8, 1, 64], "seq_k": 1000, "causal": False, "group_size": 16},
     {"shape": [1, 32, 1, 128], "kv_heads": 8, "seq_k": 16384, "causal": False, "dist": "spread", "group_size": 64},
     {"shape": [4, 32, 1, 128], "kv_heads": 8, "seq_k": 3000, "causal": False, "dist": "hostile", "group_size": 16},
+    {"shape": [2, 12, 1, 128], "kv_heads": 2, "seq_k": 3000, "causal": False},
 ]
 
 

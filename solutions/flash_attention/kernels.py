@@ -364,6 +364,23 @@ def _attn_decode_int8_split_kernel(
     tl.store(lse_part_ptr + part, m_i + tl.math.log2(l_i), mask=row_mask)
     ### END SOLUTION
 
+
+@triton.jit
+def _int4_codes(nibbles, DTYPE: tl.constexpr):
+    """Codes 0..15 (uint8) as DTYPE, exactly. Given code.
+
+    An integer-to-float conversion instruction runs at a quarter of the rate of an add or less (16 a cycle per
+    SM on Ampere and Hopper), and this kernel would need one per element. In 16 bits the float is built from
+    its bits instead: 0x4300 | c is the bfloat16 128 + c (exponent 2^7, c in the low mantissa bits), 0x6400 | c
+    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time."""
+    if DTYPE == tl.bfloat16:  # pragma: no cover - GPU only: the CPU tier grades float32
+        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - 128.0
+    elif DTYPE == tl.float16:  # pragma: no cover - GPU only: the CPU tier grades float32
+        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0
+    else:
+        return nibbles.to(DTYPE)
+
+
 @triton.jit
 def _attn_decode_int4_split_kernel(
     q_ptr,  # (B, Hq, 1, HEAD_DIM) contiguous: row b * Hq + h
@@ -380,84 +397,99 @@ def _attn_decode_int4_split_kernel(
     group,  # Hq // Hkv
     keys_per_split,  # a multiple of BLOCK_N
     qk_scale,  # scale * log2(e)
-    GROUP_SIZE: tl.constexpr,  # a multiple of BLOCK_N: a tile of keys lies in one K group
+    GROUP_SIZE: tl.constexpr,
     HEAD_DIM: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_G: tl.constexpr,  # >= group and >= 16: the query heads of one KV head, padded for tl.dot
+    BLOCK_D: tl.constexpr,  # >= HEAD_DIM and >= 32: the byte tiles are BLOCK_D // 2 wide, tl.dot's least 16
+    BLOCK_N: tl.constexpr,  # keys per tile: N_SUB chunks of BLOCK_N // N_SUB keys, each inside one K group
+    BLOCK_G: tl.constexpr,  # rows of the dots, >= 16: N_SUB sub-splits x GQP query heads
+    GQP: tl.constexpr,  # next_power_of_2(group)
     DOT_PRECISION: tl.constexpr,
-    UNPACK_JOIN: tl.constexpr = True,  # nibbles split with tl.join + tl.reshape, else each channel's byte loaded
 ):
     """The split-K decode of flash_attention.decode over the KIVI INT4 cache (course/kivi.py)."""
     ### BEGIN SOLUTION flash_attention.kv_int4
-    #> The decode split kernel over K = code * k_scale[group, d] + k_zero[group, d] (per channel, one group per
-    #> tile of keys) and V = code * v_scale[t] + v_zero[t] (per token). Unpack with tl.join and tl.reshape when
-    #> UNPACK_JOIN, else channel d from byte d // 2 shifted by 4 * (d % 2); fold the scales and zeros into q, the
-    #> scores and the probabilities, not into dequantized tiles (not exact in 16 bits). Partials as in decode.
+    #> Row r = j * GQP + h of the dots is query head h over chunk j of each tile (keys j * CHUNK .. + CHUNK):
+    #> the rows tl.dot pads to 16 become sub-splits of the keys, with one K group per row. Unpack a tile with
+    #> tl.join + tl.reshape and _int4_codes; fold K's scale and zero into q per row (q * scale kept as a hi + lo
+    #> pair in q's dtype), V's into the probabilities; mask each row to its chunk. At the end merge the N_SUB
+    #> rows of each head as the combine kernel merges splits, and store the partials as in decode.
     #> More: python -m autograder hint flash_attention.kv_int4
     HALF: tl.constexpr = HEAD_DIM // 2
+    N_SUB: tl.constexpr = BLOCK_G // GQP
+    CHUNK: tl.constexpr = BLOCK_N // N_SUB
     split = tl.program_id(0)
     pid_bkv = tl.program_id(1)
     n_splits = tl.num_programs(0)
-    offs_g = tl.arange(0, BLOCK_G)
-    offs_d = tl.arange(0, HEAD_DIM)
-    offs_j = tl.arange(0, HALF)
-    offs_n0 = tl.arange(0, BLOCK_N)
-    rows = pid_bkv * group + offs_g  # (BLOCK_G,) = b * Hq + h for the group's query heads
-    row_mask = offs_g < group
-    q = tl.load(q_ptr + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=row_mask[:, None], other=0.0)
+    offs_r = tl.arange(0, BLOCK_G)
+    head = offs_r % GQP  # (BLOCK_G,): row r is head r % GQP over sub-split r // GQP
+    sub = offs_r // GQP
+    row_mask = head < group
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_j = tl.arange(0, BLOCK_D // 2)
+    d_mask = offs_d < HEAD_DIM
+    q = tl.load(q_ptr + (pid_bkv * group + head)[:, None] * HEAD_DIM + offs_d[None, :],
+                mask=row_mask[:, None] & d_mask[None, :], other=0.0)  # fmt: skip
     qf = q.to(tl.float32)
     kv_head = pid_bkv.to(tl.int64) * seqlen_k
     k_groups = pid_bkv.to(tl.int64) * n_k_groups
     start = split * keys_per_split
     end = tl.minimum(start + keys_per_split, seqlen_k)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_sub = tl.arange(0, N_SUB)
+    own = (offs_n0[None, :] // CHUNK) == sub[:, None]  # (BLOCK_G, BLOCK_N): the keys of each row's chunk
 
     m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_G, HEAD_DIM], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
     for start_n in range(start, end, BLOCK_N):
         offs_n = start_n + offs_n0
         key_mask = offs_n < end
-        if UNPACK_JOIN:
-            byte_offs = (kv_head + offs_n)[:, None] * HALF + offs_j[None, :]
-            kb = tl.load(kp_ptr + byte_offs, mask=key_mask[:, None], other=0)
-            vb = tl.load(vp_ptr + byte_offs, mask=key_mask[:, None], other=0)
-            # (BLOCK_N, HALF, 2) -> (BLOCK_N, HEAD_DIM): the low nibble is channel 2j, the high one 2j + 1
-            k = tl.reshape(tl.join(kb & 0xF, kb >> 4), (BLOCK_N, HEAD_DIM)).to(q.dtype)  # codes 0..15: exact
-            v = tl.reshape(tl.join(vb & 0xF, vb >> 4), (BLOCK_N, HEAD_DIM)).to(q.dtype)
-        else:
-            # channel d from byte d // 2, shifted by 4 when d is odd: every byte loaded twice (from L1)
-            byte_offs = (kv_head + offs_n)[:, None] * HALF + (offs_d // 2)[None, :]
-            shift = ((offs_d % 2) * 4)[None, :].to(tl.uint8)
-            kb = tl.load(kp_ptr + byte_offs, mask=key_mask[:, None], other=0)
-            vb = tl.load(vp_ptr + byte_offs, mask=key_mask[:, None], other=0)
-            k = ((kb >> shift) & 0xF).to(q.dtype)  # (BLOCK_N, HEAD_DIM)
-            v = ((vb >> shift) & 0xF).to(q.dtype)
-        k_row = (k_groups + start_n // GROUP_SIZE) * HEAD_DIM + offs_d
-        k_scale = tl.load(ks_ptr + k_row)
-        k_zero = tl.load(kz_ptr + k_row)
-        v_scale = tl.load(vs_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
-        v_zero = tl.load(vz_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        byte_offs = (kv_head + offs_n)[:, None] * HALF + offs_j[None, :]
+        byte_mask = key_mask[:, None] & (offs_j < HALF)[None, :]
+        kb = tl.load(kp_ptr + byte_offs, mask=byte_mask, other=0)
+        vb = tl.load(vp_ptr + byte_offs, mask=byte_mask, other=0)
+        # (BLOCK_N, BLOCK_D // 2, 2) -> (BLOCK_N, BLOCK_D): the low nibble is channel 2j, the high one 2j + 1
+        k = _int4_codes(tl.reshape(tl.join(kb & 0xF, kb >> 4), (BLOCK_N, BLOCK_D)), q.dtype)
+        v = _int4_codes(tl.reshape(tl.join(vb & 0xF, vb >> 4), (BLOCK_N, BLOCK_D)), q.dtype)
+        # one row of K's scales and zeros per sub-split (its chunk's group), repeated over its GQP rows
+        chunk0 = start_n + offs_sub * CHUNK  # (N_SUB,)
+        g_offs = (k_groups + chunk0 // GROUP_SIZE)[:, None] * HEAD_DIM + offs_d[None, :]
+        g_mask = (chunk0 < end)[:, None] & d_mask[None, :]
+        k_scale = tl.load(ks_ptr + g_offs, mask=g_mask, other=0.0)
+        k_zero = tl.load(kz_ptr + g_offs, mask=g_mask, other=0.0)
+        k_scale = tl.reshape(tl.broadcast_to(k_scale[:, None, :], (N_SUB, GQP, BLOCK_D)), (BLOCK_G, BLOCK_D))
+        k_zero = tl.reshape(tl.broadcast_to(k_zero[:, None, :], (N_SUB, GQP, BLOCK_D)), (BLOCK_G, BLOCK_D))
         # q . (code * scale) = (q * scale) . code, with q * scale as the sum of two numbers in q's dtype: one
         # alone would round it (bfloat16: 8 bits), an error the zeros' terms carry to every key of the group
-        q_k = qf * k_scale[None, :]
+        q_k = qf * k_scale
         q_hi = q_k.to(q.dtype)
         q_lo = (q_k - q_hi.to(tl.float32)).to(q.dtype)
         s = tl.dot(q_hi, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_G, BLOCK_N)
         s = tl.dot(q_lo, tl.trans(k), s, input_precision=DOT_PRECISION)
-        s += tl.sum(qf * k_zero[None, :], 1)[:, None]  # q . zero: the same for every key of the group
-        s = tl.where(key_mask[None, :], s * qk_scale, float("-inf"))
+        s += tl.sum(qf * k_zero, 1)[:, None]  # q . zero: the same for every key of the chunk
+        s = tl.where(own & key_mask[None, :], s * qk_scale, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
+        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2(-inf), not NaN
+        p = tl.math.exp2(s - m_ref[:, None])
+        alpha = tl.math.exp2(m_i - m_ref)
         l_i = l_i * alpha + tl.sum(p, 1)
+        v_scale = tl.load(vs_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        v_zero = tl.load(vz_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
         pv = (p * v_scale[None, :]).to(q.dtype)  # V's scale folded into the probabilities, per key
         acc = tl.dot(pv, v, acc * alpha[:, None], input_precision=DOT_PRECISION)
         acc += tl.sum(p * v_zero[None, :], 1)[:, None]  # V's zero: the same for every channel of a key
         m_i = m_new
 
-    part = rows.to(tl.int64) * n_splits + split  # (BLOCK_G,)
-    tl.store(o_part_ptr + part[:, None] * HEAD_DIM + offs_d[None, :], acc / l_i[:, None], mask=row_mask[:, None])
-    tl.store(lse_part_ptr + part, m_i + tl.math.log2(l_i), mask=row_mask)
+    # Each head's N_SUB rows saw disjoint keys: merge them as the combine kernel merges splits
+    m_sub = tl.reshape(m_i, (N_SUB, GQP))
+    m_h = tl.max(m_sub, 0)  # (GQP,): finite, as sub-split 0 holds the split's first key
+    w = tl.math.exp2(m_sub - m_h[None, :])
+    l_h = tl.sum(tl.reshape(l_i, (N_SUB, GQP)) * w, 0)
+    out = tl.sum(tl.reshape(acc, (N_SUB, GQP, BLOCK_D)) * w[:, :, None], 0) / l_h[:, None]  # (GQP, BLOCK_D)
+    offs_h = tl.arange(0, GQP)
+    h_mask = offs_h < group
+    part = (pid_bkv * group + offs_h).to(tl.int64) * n_splits + split  # (GQP,)
+    tl.store(o_part_ptr + part[:, None] * HEAD_DIM + offs_d[None, :], out, mask=h_mask[:, None] & d_mask[None, :])
+    tl.store(lse_part_ptr + part, m_h + tl.math.log2(l_h), mask=h_mask)
     ### END SOLUTION
 
 
@@ -816,8 +848,8 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
 # programs fill programs_per_sm per SM once, with no second, partial wave: at B8 Hkv8 Sk4096 that is 4
 # splits of 1024 keys, 47.2 us, against 48.6 us for 16 splits of 256. The interpreter gets BLOCK_M =
 # 2 * BLOCK_N, so that the diagonal of a causal tile spans two key blocks and the small test shapes still
-# cross several of them. The INT4 decode's interpreter tile is 32 keys, so that the CPU tier's cases with groups
-# of 16 tokens take the per-channel load (16-key tiles) and the others the join.
+# cross several of them. The INT4 decode's interpreter tile is 32 keys (4 sub-splits of 8 at Hq / Hkv = 4) and its
+# splits two tiles, so that the CPU tier's short caches cross sub-splits, tiles and splits.
 CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
 
 
@@ -855,24 +887,42 @@ def decode_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: i
     return DecodeConfig(keys, s["block_n"], s["num_warps"], s["num_stages"]), s["combine_elements"]
 
 
-@CONFIGS.cached
-def decode_int4_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: int, group_size: int,
-                       ) -> tuple[DecodeConfig, int]:
-    """The INT4 decode's split size and tile: a tile of keys never straddles two K groups (block_n <= group_size).
+def int4_tiles(group: int, group_size: int, block_n: int) -> tuple[int, int]:
+    """(BLOCK_G, BLOCK_N) of the INT4 split kernel for `group` query heads per KV head.
 
-    Its own entry, not the 16-bit decode's: unpacking makes each tile cost more instructions than the bytes it
-    reads, so it wants more programs per SM (latency hidden by the other programs, not by wide tiles) and fewer
-    warps. Measured on an H100 at 8x32/8 heads, D=128, bf16, G=32 (2026-11-24): 2 warps and about 4 programs
-    per SM, 62.7 us at 4096 keys and 220.8 us at 16384 against 122.7 and 457.5 us with the 16-bit decode's."""
+    tl.dot needs 16 rows; with fewer query heads the spare rows become sub-splits of each tile of keys (row
+    j * GQP + h is head h over the j-th chunk), which lets one tile span several K groups: each chunk of
+    BLOCK_N // N_SUB keys lies in one group. Tiles are kept at 32 keys or more (more rows if need be): Triton
+    3.6 compiled a 16-key join + reshape wrongly in 16 bits on an H100 (results/h100/NOTES.md, 2026-11-24)."""
+    gqp = next_power_of_2(group)
+    block_g = max(16, gqp)
+    while True:
+        n_sub = block_g // gqp
+        tile = n_sub * min(group_size, max(1, block_n // n_sub))
+        if tile >= 32:
+            return block_g, tile
+        block_g *= 2
+
+
+@CONFIGS.cached
+def decode_int4_config(device: Device, dtype: torch.dtype, seqlen_k: int, n_groups: int, group: int, group_size: int,
+                       ) -> tuple[DecodeConfig, int, int]:
+    """The INT4 decode's split size, tile (keys, rows) and warps, and the combine kernel's threshold.
+
+    Its own entry, not the 16-bit decode's: unpacking makes each key cost more instructions than the bytes it
+    reads, so it wants wide tiles (fewer q * scale products per key) and the splits that fill the GPU once.
+    Measured on an H100 at 8x32/8 heads, D=128, bf16, G=32 (2026-11-25, results/h100/kv_int4_decode.md):
+    128-key tiles of 4 sub-splits, 4 warps, 3 stages, 184.5 us at 16384 keys against 222.9 us for the
+    32-key tiles of one group before and 195.0 us for SDPA over the bf16 cache."""
     s = CONFIGS.pick(device, "decode_int4", "float32" if dtype == torch.float32 else "16-bit")
-    block_n = min(s["block_n"], group_size)
+    block_g, block_n = int4_tiles(group, group_size, s["block_n"])
     if "keys_per_split" in s:
         keys = cdiv(s["keys_per_split"], block_n) * block_n
     else:  # pragma: no cover - GPU only: splits from the SM count
         # a power of two keys per split: 480 took 90.9 us at 4096 keys, 512 took 62.7 (H100, 2026-11-24)
         splits = max(1, cdiv(s["programs_per_sm"] * device.sms, n_groups))
         keys = min(s["max_keys_per_split"], max(block_n, next_power_of_2(cdiv(seqlen_k, splits))))
-    return DecodeConfig(keys, block_n, s["num_warps"], s["num_stages"]), s["combine_elements"]
+    return DecodeConfig(keys, block_n, s["num_warps"], s["num_stages"]), block_g, s["combine_elements"]
 
 
 # What `python -m autograder tune flash_attention` tries: around the H200's choices, with smaller tiles
@@ -903,12 +953,12 @@ SEARCH_SPACE = [
     SearchSpace("decode", "flash_attention.decode", {"16-bit": [_attn([8, 32, 1, 128], False, kv_heads=8, seq_k=4096)]},
                 grid(block_n=[32, 64], num_warps=[4], num_stages=[2, 3], programs_per_sm=[1, 2, 4],
                      min_blocks_per_split=[2], combine_elements=[4096])),
-    # the INT4 decode at KIVI's default group of 32 keys (its tile is then 32 keys whatever block_n says)
+    # the INT4 decode at KIVI's default group of 32 keys and at groups of 128
     SearchSpace("decode_int4", "flash_attention.kv_int4",
                 {"16-bit": [_attn([8, 32, 1, 128], False, kv_heads=8, seq_k=16384, group_size=32),
                             _attn([8, 32, 1, 128], False, kv_heads=8, seq_k=4096, group_size=128)]},
-                grid(block_n=[64], num_warps=[2, 4], num_stages=[2, 3], programs_per_sm=[2, 4, 8],
-                     max_keys_per_split=[1024, 2048], combine_elements=[4096])),
+                grid(block_n=[64, 128], num_warps=[2, 4], num_stages=[2, 3], programs_per_sm=[2, 4],
+                     max_keys_per_split=[2048], combine_elements=[4096])),
 ]  # fmt: skip
 
 
@@ -1032,22 +1082,19 @@ def attention_decode_int4(
     batch, n_heads_q, _, head_dim = q.shape
     n_heads_kv, seqlen_k = k_packed.shape[1], k_packed.shape[2]
     group = n_heads_q // n_heads_kv
-    cfg, combine_elements = decode_int4_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv, group_size)
+    cfg, block_g, combine_elements = decode_int4_config(device_of(q), q.dtype, seqlen_k, batch * n_heads_kv, group,
+                                                        group_size)  # fmt: skip
     n_splits = cdiv(seqlen_k, cfg.keys_per_split)
     o = torch.empty_like(q)
     lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
     lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
-    block_n = cfg.block_n
-    # Triton 3.6 on an H100 computes every output wrong from a 16-key tile of join + reshape in 16 bits (right
-    # from 32 keys on, and in float32, whatever the warps): measured 2026-11-24, results/h100/NOTES.md. A 16-key
-    # tile (KIVI's groups of 16) loads each channel's byte instead, in every dtype.
     launch(_attn_decode_int4_split_kernel, (n_splits, batch * n_heads_kv),
         q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, o_part, lse_part, seqlen_k, k_scale.shape[2], group,
-        cfg.keys_per_split, scale * LOG2E, GROUP_SIZE=group_size, HEAD_DIM=head_dim,
-        BLOCK_N=block_n, BLOCK_G=max(16, next_power_of_2(group)), DOT_PRECISION=precision,
-        UNPACK_JOIN=block_n >= 32, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        cfg.keys_per_split, scale * LOG2E, GROUP_SIZE=group_size, HEAD_DIM=head_dim, BLOCK_D=max(32, head_dim),
+        BLOCK_N=cfg.block_n, BLOCK_G=block_g, GQP=next_power_of_2(group), DOT_PRECISION=precision,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
     launch(_attn_decode_combine_kernel, (batch * n_heads_q,),
         o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=next_power_of_2(n_splits),
