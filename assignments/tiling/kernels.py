@@ -17,7 +17,7 @@ import triton.language as tl
 from course.configs import ConfigTable, SearchSpace
 from course.device import Device, device_of
 from course.env import interpreter_requested
-from course.launch import cdiv
+from course.launch import cdiv, launch
 from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
@@ -182,11 +182,11 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
             if best is not None:
                 _chosen[shape] = (configs, best.all_kwargs())
             return
-        _matmul_kernel[(cdiv(m, chosen["BLOCK_M"]) * cdiv(n, chosen["BLOCK_N"]),)](*args, **chosen)
+        launch(_matmul_kernel, (cdiv(m, chosen["BLOCK_M"]) * cdiv(n, chosen["BLOCK_N"]),), *args, **chosen)
         return
     cfg = configs[0]  # one choice: no timing on the first call (and the interpreter cannot time)
     grid = (cdiv(m, cfg["block_m"]) * cdiv(n, cfg["block_n"]),)
-    _matmul_kernel[grid](
+    launch(_matmul_kernel, grid,
         *args, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
         num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
     )  # fmt: skip
@@ -197,7 +197,7 @@ def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:  # pr
     dst = torch.empty((rows, cols), dtype=src.dtype, device=src.device)
     block_r, block_c, num_warps = pad_config(device_of(src))
     grid = (cdiv(rows, block_r), cdiv(cols, block_c))
-    _copy_pad_kernel[grid](
+    launch(_copy_pad_kernel, grid,
         src, dst, src.shape[0], src.shape[1], rows, cols, src.stride(0), dst.stride(0),
         BLOCK_R=block_r, BLOCK_C=block_c, num_warps=num_warps,
     )  # fmt: skip
