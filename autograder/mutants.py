@@ -126,6 +126,11 @@ def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed:
         path.parent.mkdir()
         mutated = mutant.apply(source)
         path.write_text(mutated)
+        # The solution's own settings: without a configs.json beside it, a kernels.py reads the released one in
+        # assignments/, stale until `python -m autograder release` (a run once graded mutants with old tiles)
+        table = REPO_ROOT / "solutions" / slug / "configs.json"
+        if table.exists():
+            shutil.copy(table, path.parent / table.name)
         worker = Worker(slug, path, "cpu", import_timeout=IMPORT_TIMEOUT)
         replayer = Replayer(slug, path, mutated, "cpu")  # the grader judges the replay of each call too
         try:

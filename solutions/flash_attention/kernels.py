@@ -407,11 +407,10 @@ def _attn_decode_int4_split_kernel(
 ):
     """The split-K decode of flash_attention.decode over the KIVI INT4 cache (course/kivi.py)."""
     ### BEGIN SOLUTION flash_attention.kv_int4
-    #> Row r = j * GQP + h of the dots is query head h over chunk j of each tile (keys j * CHUNK .. + CHUNK):
-    #> the rows tl.dot pads to 16 become sub-splits of the keys, with one K group per row. Unpack a tile with
-    #> tl.join + tl.reshape and _int4_codes; fold K's scale and zero into q per row (q * scale kept as a hi + lo
-    #> pair in q's dtype), V's into the probabilities; mask each row to its chunk. At the end merge the N_SUB
-    #> rows of each head as the combine kernel merges splits, and store the partials as in decode.
+    #> Row r = j * GQP + h of the dots is query head h over chunk j of each tile: the rows tl.dot pads to 16
+    #> become sub-splits of the keys, one K group per row, each masked to its chunk. Unpack with tl.join +
+    #> tl.reshape and _int4_codes; fold K's scale and zero into q per row (q * scale as hi + lo in q's dtype) and
+    #> V's into the probabilities. At the end merge each head's N_SUB rows as the combine kernel merges splits.
     #> More: python -m autograder hint flash_attention.kv_int4
     HALF: tl.constexpr = HEAD_DIM // 2
     N_SUB: tl.constexpr = BLOCK_G // GQP
