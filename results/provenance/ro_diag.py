@@ -18,7 +18,7 @@ for w in (b.weights, b.weights_w4):
 for t in static:
     if t is not None:
         torch._dynamo.mark_static_address(t)
-for batch in (1,):
+for batch in tuple(int(b) for b in os.environ.get("BATCHES", "1").split(",")):
     x, cache, start = b.inputs(batch, lbb.KV, True)
     for t in (cache.k, cache.v):
         torch._dynamo.mark_static_address(t)
