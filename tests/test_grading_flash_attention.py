@@ -222,7 +222,7 @@ def graded_kv_int8(name: str, names: set[str] | None = None) -> dict[str, tuple[
 
 def test_a_minimal_honest_int8_decode_passes_every_kv_int8_case() -> None:
     results = graded_kv_int8("correct_kv_int8_minimal")
-    assert len(results) == 5 and all(status == "passed" for status, _ in results.values()), results
+    assert len(results) == 6 and all(status == "passed" for status, _ in results.values()), results
 
 
 @pytest.mark.parametrize("name", list(WRONG_KV_INT8))

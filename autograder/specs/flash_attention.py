@@ -449,6 +449,7 @@ CPU_DECODE = [
     {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
     {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
     {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False},  # a last key block of one key
+    {"shape": [1, 6, 1, 32], "kv_heads": 2, "seq_k": 100, "causal": False},  # 3 query heads per KV head
 ]
 
 # kv_int8: the decode's shapes, over an INT8 cache, and the spread of per-token scales.
@@ -458,6 +459,7 @@ CPU_KV_INT8 = [
     {"shape": [3, 4, 1, 16], "kv_heads": 1, "seq_k": 5, "causal": False},
     {"shape": [2, 8, 1, 16], "kv_heads": 2, "seq_k": 150, "causal": False, "dist": "hostile"},
     {"shape": [1, 4, 1, 32], "kv_heads": 2, "seq_k": 257, "causal": False, "dist": "spread"},
+    {"shape": [1, 6, 1, 32], "kv_heads": 2, "seq_k": 100, "causal": False},  # 3 query heads per KV head
 ]
 
 # kv_int4: the decode's shapes over the KIVI cache, every group size, a cache shorter than one group, the
