@@ -87,8 +87,13 @@ def case_key(part: Part, case: Case) -> str:
 
 
 def cases_fingerprint(slug: str) -> str:
-    """Changes whenever a CPU case is added or removed, or the spec, the checks or the worker change."""
+    """Changes whenever a CPU case is added or removed, the solution's interpreter settings, or the spec, the
+    checks or the worker change."""
     items = sorted(f"{case_key(p, c)} {p.tolerance(c.params)}" for p, c in cpu_cases(slug))
+    # the CPU tier's launch settings decide what a case exercises (one tile per split, or two)
+    table = REPO_ROOT / "solutions" / slug / "configs.json"
+    if table.exists():
+        items.append(json.dumps(json.loads(table.read_text()).get("gpus", {}).get("interpreter"), sort_keys=True))
     here = Path(__file__).resolve().parent
     for path in (here / "specs" / f"{slug}.py", here / "spec.py", here / "checking.py", here / "worker.py"):
         items.append(path.read_text())

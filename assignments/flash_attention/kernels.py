@@ -206,7 +206,8 @@ def _int4_codes(nibbles, DTYPE: tl.constexpr):
     An integer-to-float conversion instruction runs at a quarter of the rate of an add or less (16 a cycle per
     SM on Ampere and Hopper), and this kernel would need one per element. In 16 bits the float is built from
     its bits instead: 0x4300 | c is the bfloat16 128 + c (exponent 2^7, c in the low mantissa bits), 0x6400 | c
-    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time."""
+    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time.
+    Module 09's W4A16 kernels do the same in float32 with 2^23 (solutions/quant_matmul `_field`)."""
     if DTYPE == tl.bfloat16:  # pragma: no cover - GPU only: the CPU tier grades float32
         return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - 128.0
     elif DTYPE == tl.float16:  # pragma: no cover - GPU only: the CPU tier grades float32
