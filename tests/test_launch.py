@@ -54,7 +54,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> dict:
     state = {"hooked": False}
     monkeypatch.setattr(cl, "_GPU", {"device": lambda: 0, "stream": lambda d: 7, "hooked": lambda: state["hooked"]})
     monkeypatch.setattr(cl, "_BOUND", {})
-    monkeypatch.setattr(cl, "_PLAIN", set())
+    monkeypatch.setattr(cl, "_PLAIN", {})
     monkeypatch.setattr(cl, "_DIRECT", {"on": True})
     return state
 
@@ -72,7 +72,9 @@ def test_second_launch_is_direct_with_constexprs_and_defaults(gpu: dict) -> None
     assert k.calls[1][1] == (5, 2, 1, 7, "handle", ("meta",), None, None, None, x, y, 8, 0.5, 4, True)
 
 
-@pytest.mark.parametrize("change", ["int value", "int to 1", "bool for int", "alignment", "dtype", "constexpr", "option"])
+@pytest.mark.parametrize(
+    "change", ["int value", "int to 1", "bool for int", "float for int", "alignment", "dtype", "constexpr", "option"]
+)
 def test_anything_triton_specializes_on_goes_back_to_triton(gpu: dict, change: str) -> None:
     k, x, y = FakeKernel(), torch.zeros(64, dtype=torch.float16), torch.zeros(64)
     args: list[Any] = [x, y, 32, 0.5]
@@ -86,6 +88,8 @@ def test_anything_triton_specializes_on_goes_back_to_triton(gpu: dict, change: s
     elif change == "bool for int":
         args[2] = True
         cl.launch(k, (1,), x, y, 1, 0.5, **meta)  # int 1 first: True must not reuse its kernel
+    elif change == "float for int":
+        args[2] = 32.0
     elif change == "alignment":
         args[0] = x[1:]  # 2 bytes past a 16-byte boundary
     elif change == "dtype":
