@@ -14,8 +14,9 @@ eager_decode: the decode step eager, batch 1-16, where each call's host cost sho
 launch path, run `--sections host,eager_decode --out OUT/after_1` here and `--out OUT/before_1` in a worktree
 of the commit before (each tree its own script), in turn a few times; `--out OUT --ab` prints the best of each.
 shipping_decode: decode, batch 1-16, 4096-token cache, W4A16, eager and torch.compile mode="reduce-overhead"
-(CUDA graphs with no hand capture); train: forward and backward, batch 1-4 x 2048, eager autograd and
-torch.compile, gradients checked against float32; shipping_prefill: batch 1-4 x 512-4096 under torch.compile.
+(CUDA graphs with no hand capture), with and without Inductor's CUDA graph trees; train: forward and backward,
+batch 1-4 x 2048, eager autograd and torch.compile, gradients checked against float32; shipping_prefill: batch
+1-4 x 512-4096 under torch.compile.
 They also write OUT/shipping.md, the tables notebook 10 and lectures/10 quote. hf: a Hugging Face Llama with the
 course's kernels patched in (needs transformers; `--wheels DIR` installs it from wheels carried with the tree),
 compared with the unpatched model, then prefill and decode timed (OUT/llama_block.json, "hf").
@@ -80,6 +81,11 @@ WRAP: dict[str, Callable[[Callable], Callable]] = {
     "compile, dynamic": lambda fn: torch.compile(fn, fullgraph=True),
     # CUDA graphs with no hand capture: the course ops are captured because they are registered ops (course/ops.py)
     "reduce-overhead": lambda fn: torch.compile(fn, fullgraph=True, mode="reduce-overhead"),
+    # the same graphs replayed without Inductor's CUDA graph trees, whose bookkeeping costs a decode step's host
+    # more than its kernels take (results/<gpu>/reduce_overhead_decode.md); a step is one graph, with no tree to share
+    "reduce-overhead, no trees": lambda fn: torch.compile(
+        fn, fullgraph=True, options={"triton.cudagraphs": True, "triton.cudagraph_trees": False}
+    ),
 }
 Plan = tuple[str, tuple[str, ...], str, bool]  # name, course kernels switched on, WRAP key, replayed from a CUDA graph
 
@@ -139,7 +145,7 @@ class Bench:
     def time_plans(self, section: str, plans: list[Plan], batch: int, seq: int, decode: bool) -> list[dict[str, Any]]:
         """Each plan built, checked against the float32 block, then timed; a plan that fails is recorded and skipped."""
         x, cache, start = self.inputs(batch, seq, decode)
-        if cache is not None and self.gpu and any(wrap == "reduce-overhead" for _, _, wrap, _ in plans):
+        if cache is not None and self.gpu and any(wrap.startswith("reduce-overhead") for _, _, wrap, _ in plans):
             for t in (cache.k, cache.v):  # written in place by every step: CUDA graphs must not copy it
                 torch._dynamo.mark_static_address(t)
         flops = block_flops(self.cfg, batch, 1 if decode else seq, seq, causal=True)
@@ -242,13 +248,16 @@ def section_decode(b: Bench) -> list[dict[str, Any]]:
 
 def section_shipping_decode(b: Bench) -> list[dict[str, Any]]:
     """Decode without hand capture: eager PyTorch and the course block eager, then both under
-    torch.compile(mode="reduce-overhead"), which captures CUDA graphs itself."""
+    torch.compile(mode="reduce-overhead"), which captures CUDA graphs itself: with Inductor's CUDA graph trees
+    (the default) and without."""
     plans: list[Plan] = [
         ("eager", (), "eager", False),
         ("course W4A16", ALL_W4, "eager", False),
         ("compile RO", (), "reduce-overhead", False),
         ("course W4A16 compile RO", ALL_W4, "reduce-overhead", False),
         ("course bf16 compile RO", ALL_BF16, "reduce-overhead", False),
+        ("compile RO, no trees", (), "reduce-overhead, no trees", False),
+        ("course W4A16 compile RO, no trees", ALL_W4, "reduce-overhead, no trees", False),
     ]
     # The weights and tables stay where they are: CUDA graphs read them in place rather than copying each
     # into the graph's memory before every replay (as a model's parameters are treated).

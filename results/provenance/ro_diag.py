@@ -18,6 +18,10 @@ for w in (b.weights, b.weights_w4):
 for t in static:
     if t is not None:
         torch._dynamo.mark_static_address(t)
+import contextlib
+mode = torch.inference_mode() if os.environ.get("INFER") == "1" else contextlib.nullcontext()
+print("inference_mode", os.environ.get("INFER") == "1", "trees", torch._inductor.config.triton.cudagraph_trees)
+mode.__enter__()
 for batch in tuple(int(b) for b in os.environ.get("BATCHES", "1").split(",")):
     x, cache, start = b.inputs(batch, lbb.KV, True)
     for t in (cache.k, cache.v):
