@@ -65,3 +65,63 @@ def check_same(fn: str, what: str, **tensors: torch.Tensor) -> None:
         return
     listed = ", ".join(f"`{n}` is {str(getattr(t, what)).replace('torch.', '')}" for n, t in tensors.items())
     raise ValueError(f"{fn}: the arguments must share one {what}, but {listed}.")
+
+
+class CheckedOnce:
+    """The argument signatures one public function has checked and accepted, so that a call like an earlier
+    one skips its checks (a decode step makes the same calls, with new tensors of the same shapes, thousands
+    of times; the checks took 2-7 us of a public call's 30-90 us of host time on an H100's host,
+    results/h100/checked_once.md).
+
+    A signature holds everything the checks look at: each tensor's type, shape, dtype, device and contiguity,
+    every other argument's type and value, and whether the CPU interpreter is asked for. Only signatures that
+    passed are remembered: a call that fails its checks fails again, with the same message, every time.
+
+        _CHECKED = CheckedOnce()
+
+        def f(x, w, eps=1e-6):
+            key = _CHECKED.signature(x, w, eps)
+            if not _CHECKED.seen(key):
+                check_tensor(...)  # and every other check
+                _CHECKED.accept(key)
+    """
+
+    LIMIT = 4096  # signatures remembered before starting over (a long run of new shapes)
+
+    def __init__(self) -> None:
+        self._accepted: set[tuple] = set()
+
+    @staticmethod
+    def signature(*args: object) -> tuple | None:
+        """The call's signature; None while torch.compile traces the call (the traced code checks every time,
+        which costs nothing once compiled, and a remembered set is no state to trace)."""
+        if torch.compiler.is_compiling():
+            return None
+        key: list[object] = [interpreter_requested()]
+        add = key.append
+        for a in args:
+            add(type(a))
+            if isinstance(a, torch.Tensor):
+                add(a.shape)
+                add(a.dtype)
+                add(a.device)
+                add(a.is_contiguous())
+            else:
+                add(a)
+        return tuple(key)
+
+    def seen(self, key: tuple | None) -> bool:
+        try:
+            return key in self._accepted
+        except TypeError:  # an argument that cannot be hashed (a list, say): checked every time
+            return False
+
+    def accept(self, key: tuple | None) -> None:
+        if key is None:
+            return
+        if len(self._accepted) >= self.LIMIT:
+            self._accepted.clear()
+        try:
+            self._accepted.add(key)
+        except TypeError:
+            pass

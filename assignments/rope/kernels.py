@@ -22,7 +22,7 @@ from course.configs import ConfigTable, SearchSpace, grid
 from course.device import Device, device_of
 from course.launch import cdiv, launch, next_power_of_2
 from course.ops import OpLibrary, needs_autograd
-from course.validate import check_same, check_tensor
+from course.validate import CheckedOnce, check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
 # Kernels: the forward, and (bonus) the backward
@@ -184,6 +184,9 @@ def rope_backward_op(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> 
 # --------------------------------------------------------------------------------------------------
 
 
+_CHECKED_ROPE = CheckedOnce()
+
+
 def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary position embedding with the rotate-half pairing.
 
@@ -191,21 +194,24 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     cos, sin: (S, D/2) float32, contiguous, on x's device; row s holds cos and sin of position s's angles.
     Returns a new tensor shaped like x, in x's dtype. Differentiable in x.
     """
-    check_tensor("rope", "x", x, ndim=4)
-    check_tensor("rope", "cos", cos, ndim=2, dtypes=(torch.float32,))
-    check_tensor("rope", "sin", sin, ndim=2, dtypes=(torch.float32,))
-    check_same("rope", "device", x=x, cos=cos, sin=sin)
-    seq_len, head_dim = x.shape[2], x.shape[3]
-    if head_dim % 2:
-        raise ValueError(
-            f"rope: the head dimension x.shape[3] = {head_dim} must be even: element i rotates with element i + D/2."
-        )
-    for name, table in (("cos", cos), ("sin", sin)):
-        if tuple(table.shape) != (seq_len, head_dim // 2):
+    key = _CHECKED_ROPE.signature(x, cos, sin)
+    if not _CHECKED_ROPE.seen(key):  # checked once per signature (CheckedOnce)
+        check_tensor("rope", "x", x, ndim=4)
+        check_tensor("rope", "cos", cos, ndim=2, dtypes=(torch.float32,))
+        check_tensor("rope", "sin", sin, ndim=2, dtypes=(torch.float32,))
+        check_same("rope", "device", x=x, cos=cos, sin=sin)
+        seq_len, head_dim = x.shape[2], x.shape[3]
+        if head_dim % 2:
             raise ValueError(
-                f"rope: `{name}` must have shape (S, D/2) = ({seq_len}, {head_dim // 2}) for x of shape "
-                f"{tuple(x.shape)}, got {tuple(table.shape)}; slice a longer table with {name}[:S]."
+                f"rope: the head dimension x.shape[3] = {head_dim} must be even: element i rotates with element i + D/2."
             )
+        for name, table in (("cos", cos), ("sin", sin)):
+            if tuple(table.shape) != (seq_len, head_dim // 2):
+                raise ValueError(
+                    f"rope: `{name}` must have shape (S, D/2) = ({seq_len}, {head_dim // 2}) for x of shape "
+                    f"{tuple(x.shape)}, got {tuple(table.shape)}; slice a longer table with {name}[:S]."
+                )
+        _CHECKED_ROPE.accept(key)
     if not needs_autograd(x, cos, sin):  # inference: no graph to record, so no autograd Function to pay for
         return rope_forward_op(x, cos, sin)
     return RoPEFunction.apply(x, cos, sin)

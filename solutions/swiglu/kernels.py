@@ -19,7 +19,7 @@ from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
 from course.launch import cdiv, launch
 from course.ops import OpLibrary, needs_autograd
-from course.validate import check_same, check_tensor
+from course.validate import CheckedOnce, check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
 # Kernels: the forward, and (bonus) the backward
@@ -187,21 +187,27 @@ def swiglu_backward_op(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -
 # --------------------------------------------------------------------------------------------------
 
 
+_CHECKED_SWIGLU = CheckedOnce()
+
+
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up, elementwise.
 
     gate, up: the same shape (any, at least one dimension), float32, float16 or bfloat16, one dtype,
     one device, contiguous. Returns a new tensor shaped like gate, in its dtype. Differentiable in both.
     """
-    check_tensor("swiglu", "gate", gate, min_ndim=1)
-    check_tensor("swiglu", "up", up, min_ndim=1)
-    check_same("swiglu", "dtype", gate=gate, up=up)
-    check_same("swiglu", "device", gate=gate, up=up)
-    if gate.shape != up.shape:
-        raise ValueError(
-            f"swiglu: `gate` and `up` must have the same shape, got {tuple(gate.shape)} and {tuple(up.shape)}; "
-            "if one projection produced both, split it with gate, up = h.chunk(2, dim=-1) and call .contiguous()."
-        )
+    key = _CHECKED_SWIGLU.signature(gate, up)
+    if not _CHECKED_SWIGLU.seen(key):  # checked once per signature (CheckedOnce)
+        check_tensor("swiglu", "gate", gate, min_ndim=1)
+        check_tensor("swiglu", "up", up, min_ndim=1)
+        check_same("swiglu", "dtype", gate=gate, up=up)
+        check_same("swiglu", "device", gate=gate, up=up)
+        if gate.shape != up.shape:
+            raise ValueError(
+                f"swiglu: `gate` and `up` must have the same shape, got {tuple(gate.shape)} and {tuple(up.shape)}; "
+                "if one projection produced both, split it with gate, up = h.chunk(2, dim=-1) and call .contiguous()."
+            )
+        _CHECKED_SWIGLU.accept(key)
     if not needs_autograd(gate, up):  # inference: no graph to record, so no autograd Function to pay for
         return swiglu_forward_op(gate, up)
     return SwiGLUFunction.apply(gate, up)

@@ -19,7 +19,7 @@ from course.device import Device, device_of
 from course.env import interpreter_requested
 from course.launch import cdiv, launch
 from course.ops import OpLibrary
-from course.validate import check_same, check_tensor
+from course.validate import CheckedOnce, check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
 # Kernels: the tiled matmul, and a copy into 16-byte-aligned buffers
@@ -307,19 +307,25 @@ def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------------
 
 
+_CHECKED_MATMUL = CheckedOnce()
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b with float32 accumulation, returned in the inputs' dtype.
 
     a: (M, K), b: (K, N), both float32, float16 or bfloat16, the same dtype and device, contiguous.
     Returns a new (M, N) tensor. float32 inputs get float32 accuracy (three tf32 products per step).
     """
-    check_tensor("matmul", "a", a, ndim=2)
-    check_tensor("matmul", "b", b, ndim=2)
-    check_same("matmul", "dtype", a=a, b=b)
-    check_same("matmul", "device", a=a, b=b)
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(
-            f"matmul: the inner dimensions must agree, but a is {tuple(a.shape)} and b is {tuple(b.shape)}: "
-            f"a.shape[1] ({a.shape[1]}) must equal b.shape[0] ({b.shape[0]})."
-        )
+    key = _CHECKED_MATMUL.signature(a, b)
+    if not _CHECKED_MATMUL.seen(key):  # checked once per signature (CheckedOnce)
+        check_tensor("matmul", "a", a, ndim=2)
+        check_tensor("matmul", "b", b, ndim=2)
+        check_same("matmul", "dtype", a=a, b=b)
+        check_same("matmul", "device", a=a, b=b)
+        if a.shape[1] != b.shape[0]:
+            raise ValueError(
+                f"matmul: the inner dimensions must agree, but a is {tuple(a.shape)} and b is {tuple(b.shape)}: "
+                f"a.shape[1] ({a.shape[1]}) must equal b.shape[0] ({b.shape[0]})."
+            )
+        _CHECKED_MATMUL.accept(key)
     return matmul_op(a, b)
