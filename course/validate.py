@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -68,28 +68,35 @@ def check_same(fn: str, what: str, **tensors: torch.Tensor) -> None:
 
 
 class CheckedOnce:
-    """The argument signatures one public function has checked and accepted, so that a call like an earlier
-    one skips its checks (a decode step makes the same calls, with new tensors of the same shapes, thousands
-    of times; the checks took 2-7 us of a public call's 30-90 us of host time on an H100's host,
-    results/h100/checked_once.md).
+    """A public function's checks, run once per argument signature: a decode step makes the same calls, with
+    new tensors of the same shapes, thousands of times, and the checks took 2-7 us of a public call's 30-90 us
+    of host time on an H100's host (results/h100/checked_once.md).
 
     A signature holds everything the checks look at: each tensor's type, shape, dtype, device and contiguity,
     every other argument's type and value, and whether the CPU interpreter is asked for. Only signatures that
     passed are remembered: a call that fails its checks fails again, with the same message, every time.
 
-        _CHECKED = CheckedOnce()
+        def _check_f(x: torch.Tensor, eps: float) -> None:
+            check_tensor("f", "x", x)  # and every other check of f's arguments
 
-        def f(x, w, eps=1e-6):
-            key = _CHECKED.signature(x, w, eps)
-            if not _CHECKED.seen(key):
-                check_tensor(...)  # and every other check
-                _CHECKED.accept(key)
+        _CHECKED_F = CheckedOnce(_check_f)
+
+        def f(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+            _CHECKED_F(x, eps)  # the same arguments the checks take, so that they are what is signed
+            ...
     """
 
     LIMIT = 4096  # signatures remembered before starting over (a long run of new shapes)
 
-    def __init__(self) -> None:
+    def __init__(self, checks: Callable[..., None]) -> None:
+        self.checks = checks
         self._accepted: set[tuple] = set()
+
+    def __call__(self, *args: object) -> None:
+        key = self.signature(*args)
+        if not self.seen(key):
+            self.checks(*args)
+            self.accept(key)
 
     @staticmethod
     def signature(*args: object) -> tuple | None:

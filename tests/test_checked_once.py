@@ -44,7 +44,7 @@ def test_the_interpreter_setting_is_part_of_the_signature(monkeypatch: pytest.Mo
 
 
 def test_only_accepted_signatures_are_seen_and_the_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    checked = CheckedOnce()
+    checked = CheckedOnce(lambda *args: None)
     key = checked.signature(_x(), 2)
     assert not checked.seen(key)
     checked.accept(key)
@@ -56,6 +56,26 @@ def test_only_accepted_signatures_are_seen_and_the_memory_is_bounded(monkeypatch
     for n in range(5):
         checked.accept(checked.signature(_x(), n))
     assert len(checked._accepted) <= 3
+
+
+def test_the_checks_run_once_per_accepted_signature_and_on_every_failing_call() -> None:
+    runs: list[tuple] = []
+
+    def checks(x: torch.Tensor, n: int) -> None:
+        runs.append((tuple(x.shape), n))
+        if n < 0:
+            raise ValueError("n must not be negative")
+
+    checked = CheckedOnce(checks)
+    for _ in range(3):
+        checked(_x(), 1)
+    assert runs == [((4, 8), 1)]
+    checked(torch.zeros(2, 2), 1)
+    assert len(runs) == 2
+    for _ in range(2):
+        with pytest.raises(ValueError, match="negative"):
+            checked(_x(), -1)
+    assert len(runs) == 4
 
 
 def test_a_call_that_fails_its_checks_fails_every_time_after_a_good_one() -> None:

@@ -883,7 +883,41 @@ def attention_decode_int4_op(q: torch.Tensor, k_packed: torch.Tensor, k_scale: t
 # --------------------------------------------------------------------------------------------------
 
 
-_CHECKED_FLASH_ATTENTION = CheckedOnce()
+def _check_flash_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None
+) -> None:
+    """The checks of `flash_attention`: a TypeError or ValueError that says what to pass instead."""
+    fn = "flash_attention"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(fn, name, t, ndim=4)
+    check_same(fn, "dtype", q=q, k=k, v=v)
+    check_same(fn, "device", q=q, k=k, v=v)
+    if k.shape != v.shape:
+        raise ValueError(f"{fn}: `k` and `v` must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}.")
+    batch, n_heads_q, seqlen_q, head_dim = q.shape
+    if k.shape[0] != batch or k.shape[3] != head_dim:
+        raise ValueError(
+            f"{fn}: `k` must be (B, Hkv, Sk, D) with q's B = {batch} and D = {head_dim}, got {tuple(k.shape)}."
+        )
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"{fn}: the head dimension must be one of {HEAD_DIMS}, got D = {head_dim}.")
+    n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
+    if n_heads_kv == 0 or n_heads_q % n_heads_kv != 0:
+        raise ValueError(
+            f"{fn}: q's {n_heads_q} heads must be a multiple of k's {n_heads_kv} heads (grouped-query attention)."
+        )
+    if seqlen_k == 0:
+        raise ValueError(f"{fn}: `k` and `v` hold no keys (Sk = 0): every query needs at least one key.")
+    if causal and seqlen_q != seqlen_k:
+        raise ValueError(
+            f"{fn}: causal=True needs as many queries as keys, got Sq = {seqlen_q} and Sk = {seqlen_k}; "
+            "for decoding one new token (Sq = 1) pass causal=False."
+        )
+    if scale is not None and (not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale)):
+        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+
+
+_CHECKED_FLASH_ATTENTION = CheckedOnce(_check_flash_attention)
 
 
 def flash_attention(
@@ -896,37 +930,7 @@ def flash_attention(
     dtype and device, contiguous. causal=True masks key j for query i when j > i and needs Sq == Sk.
     scale defaults to 1 / sqrt(D). Returns (B, Hq, Sq, D) in q's dtype; differentiable in q, k and v.
     """
-    key = _CHECKED_FLASH_ATTENTION.signature(q, k, v, causal, scale)
-    if not _CHECKED_FLASH_ATTENTION.seen(key):  # checked once per signature (CheckedOnce)
-        fn = "flash_attention"
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            check_tensor(fn, name, t, ndim=4)
-        check_same(fn, "dtype", q=q, k=k, v=v)
-        check_same(fn, "device", q=q, k=k, v=v)
-        if k.shape != v.shape:
-            raise ValueError(f"{fn}: `k` and `v` must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}.")
-        batch, n_heads_q, seqlen_q, head_dim = q.shape
-        if k.shape[0] != batch or k.shape[3] != head_dim:
-            raise ValueError(
-                f"{fn}: `k` must be (B, Hkv, Sk, D) with q's B = {batch} and D = {head_dim}, got {tuple(k.shape)}."
-            )
-        if head_dim not in HEAD_DIMS:
-            raise ValueError(f"{fn}: the head dimension must be one of {HEAD_DIMS}, got D = {head_dim}.")
-        n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
-        if n_heads_kv == 0 or n_heads_q % n_heads_kv != 0:
-            raise ValueError(
-                f"{fn}: q's {n_heads_q} heads must be a multiple of k's {n_heads_kv} heads (grouped-query attention)."
-            )
-        if seqlen_k == 0:
-            raise ValueError(f"{fn}: `k` and `v` hold no keys (Sk = 0): every query needs at least one key.")
-        if causal and seqlen_q != seqlen_k:
-            raise ValueError(
-                f"{fn}: causal=True needs as many queries as keys, got Sq = {seqlen_q} and Sk = {seqlen_k}; "
-                "for decoding one new token (Sq = 1) pass causal=False."
-            )
-        if scale is not None and (not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale)):
-            raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
-        _CHECKED_FLASH_ATTENTION.accept(key)
+    _CHECKED_FLASH_ATTENTION(q, k, v, causal, scale)  # the checks, once per signature (CheckedOnce)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[3])
     if not needs_autograd(q, k, v):  # inference: no graph to record, so no autograd Function to pay for

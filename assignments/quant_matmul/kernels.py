@@ -631,7 +631,24 @@ def w4a16_op(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, grou
 # --------------------------------------------------------------------------------------------------
 
 
-_CHECKED_W8A16_MATMUL = CheckedOnce()
+def _check_w8a16_matmul(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) -> None:
+    """The checks of `w8a16_matmul`: a TypeError or ValueError that says what to pass instead."""
+    fn = "w8a16_matmul"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "w_int8", w_int8, ndim=2, dtypes=(torch.int8,))
+    check_tensor(fn, "scales", scales, ndim=1)
+    check_same(fn, "dtype", x=x, scales=scales)
+    check_same(fn, "device", x=x, w_int8=w_int8, scales=scales)
+    (m, k), n = x.shape, w_int8.shape[0]
+    if w_int8.shape[1] != k:
+        raise ValueError(f"{fn}: `w_int8` must be (N, K) with K = x.shape[1] = {k}, got shape {tuple(w_int8.shape)}.")
+    if scales.shape[0] != n:
+        raise ValueError(f"{fn}: `scales` must hold one scale per output channel, N = {n}; got {scales.shape[0]}.")
+    if m == 0 or n == 0 or k == 0:
+        raise ValueError(f"{fn}: M, N and K must be positive, got M={m}, N={n}, K={k}.")
+
+
+_CHECKED_W8A16_MATMUL = CheckedOnce(_check_w8a16_matmul)
 
 
 def w8a16_matmul(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
@@ -640,26 +657,30 @@ def w8a16_matmul(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) ->
     x: (M, K) float32, float16 or bfloat16. w_int8: (N, K) int8. scales: (N,), x's dtype.
     All contiguous, on one device. Returns a new (M, N) tensor.
     """
-    key = _CHECKED_W8A16_MATMUL.signature(x, w_int8, scales)
-    if not _CHECKED_W8A16_MATMUL.seen(key):  # checked once per signature (CheckedOnce)
-        fn = "w8a16_matmul"
-        check_tensor(fn, "x", x, ndim=2)
-        check_tensor(fn, "w_int8", w_int8, ndim=2, dtypes=(torch.int8,))
-        check_tensor(fn, "scales", scales, ndim=1)
-        check_same(fn, "dtype", x=x, scales=scales)
-        check_same(fn, "device", x=x, w_int8=w_int8, scales=scales)
-        (m, k), n = x.shape, w_int8.shape[0]
-        if w_int8.shape[1] != k:
-            raise ValueError(f"{fn}: `w_int8` must be (N, K) with K = x.shape[1] = {k}, got shape {tuple(w_int8.shape)}.")
-        if scales.shape[0] != n:
-            raise ValueError(f"{fn}: `scales` must hold one scale per output channel, N = {n}; got {scales.shape[0]}.")
-        if m == 0 or n == 0 or k == 0:
-            raise ValueError(f"{fn}: M, N and K must be positive, got M={m}, N={n}, K={k}.")
-        _CHECKED_W8A16_MATMUL.accept(key)
+    _CHECKED_W8A16_MATMUL(x, w_int8, scales)  # the checks, once per signature (CheckedOnce)
     return w8a16_op(x, w_int8, scales)
 
 
-_CHECKED_W4A16_MATMUL = CheckedOnce()
+def _check_w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int) -> None:
+    """The checks of `w4a16_matmul`: a TypeError or ValueError that says what to pass instead."""
+    fn = "w4a16_matmul"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "w_packed", w_packed, ndim=2, dtypes=(torch.uint8,))
+    check_tensor(fn, "scales", scales, ndim=2)
+    check_same(fn, "dtype", x=x, scales=scales)
+    check_same(fn, "device", x=x, w_packed=w_packed, scales=scales)
+    (m, k), n = x.shape, w_packed.shape[0]
+    if w_packed.shape[1] * 2 != k:
+        raise ValueError(f"{fn}: `w_packed` must be (N, K // 2) with K = x.shape[1] = {k}, got shape {tuple(w_packed.shape)}.")
+    if not isinstance(group_size, int) or group_size <= 0 or group_size % 8 or k % group_size:
+        raise ValueError(f"{fn}: `group_size` must be a positive multiple of 8 that divides K = {k}, got {group_size!r}.")
+    if scales.shape != (n, k // group_size):
+        raise ValueError(f"{fn}: `scales` must be (N, K // group_size) = {(n, k // group_size)}, got shape {tuple(scales.shape)}.")
+    if m == 0 or n == 0:
+        raise ValueError(f"{fn}: M and N must be positive, got M={m}, N={n}.")
+
+
+_CHECKED_W4A16_MATMUL = CheckedOnce(_check_w4a16_matmul)
 
 
 def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int = 128) -> torch.Tensor:
@@ -669,22 +690,5 @@ def w4a16_matmul(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, 
     of w_packed[n, j] and q[n, 2j + 1] in its high nibble. scales: (N, K // group_size), x's dtype.
     group_size: a multiple of 8 that divides K. All contiguous, on one device. Returns a new (M, N) tensor.
     """
-    key = _CHECKED_W4A16_MATMUL.signature(x, w_packed, scales, group_size)
-    if not _CHECKED_W4A16_MATMUL.seen(key):  # checked once per signature (CheckedOnce)
-        fn = "w4a16_matmul"
-        check_tensor(fn, "x", x, ndim=2)
-        check_tensor(fn, "w_packed", w_packed, ndim=2, dtypes=(torch.uint8,))
-        check_tensor(fn, "scales", scales, ndim=2)
-        check_same(fn, "dtype", x=x, scales=scales)
-        check_same(fn, "device", x=x, w_packed=w_packed, scales=scales)
-        (m, k), n = x.shape, w_packed.shape[0]
-        if w_packed.shape[1] * 2 != k:
-            raise ValueError(f"{fn}: `w_packed` must be (N, K // 2) with K = x.shape[1] = {k}, got shape {tuple(w_packed.shape)}.")
-        if not isinstance(group_size, int) or group_size <= 0 or group_size % 8 or k % group_size:
-            raise ValueError(f"{fn}: `group_size` must be a positive multiple of 8 that divides K = {k}, got {group_size!r}.")
-        if scales.shape != (n, k // group_size):
-            raise ValueError(f"{fn}: `scales` must be (N, K // group_size) = {(n, k // group_size)}, got shape {tuple(scales.shape)}.")
-        if m == 0 or n == 0:
-            raise ValueError(f"{fn}: M and N must be positive, got M={m}, N={n}.")
-        _CHECKED_W4A16_MATMUL.accept(key)
+    _CHECKED_W4A16_MATMUL(x, w_packed, scales, group_size)  # the checks, once per signature (CheckedOnce)
     return w4a16_op(x, w_packed, scales, group_size)

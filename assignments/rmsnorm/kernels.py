@@ -356,7 +356,21 @@ def rmsnorm_linear_op(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tenso
 # --------------------------------------------------------------------------------------------------
 
 
-_CHECKED_RMSNORM = CheckedOnce()
+def _check_rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
+    """The checks of `rmsnorm`: a TypeError or ValueError that says what to pass instead."""
+    check_tensor("rmsnorm", "x", x, min_ndim=1)
+    check_tensor("rmsnorm", "weight", weight, ndim=1)
+    check_same("rmsnorm", "dtype", x=x, weight=weight)
+    check_same("rmsnorm", "device", x=x, weight=weight)
+    if weight.shape[0] != x.shape[-1]:
+        raise ValueError(
+            f"rmsnorm: `weight` must have x.shape[-1] = {x.shape[-1]} elements, got shape {tuple(weight.shape)}."
+        )
+    if not isinstance(eps, (int, float)) or eps < 0:
+        raise ValueError(f"rmsnorm: `eps` must be a non-negative number, got {eps!r}.")
+
+
+_CHECKED_RMSNORM = CheckedOnce(_check_rmsnorm)
 
 
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -365,25 +379,30 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.T
     x: (..., N) float32, float16 or bfloat16, contiguous. weight: (N,), same dtype and device as x.
     Returns a new tensor shaped like x, in x's dtype. Differentiable in x and weight.
     """
-    key = _CHECKED_RMSNORM.signature(x, weight, eps)
-    if not _CHECKED_RMSNORM.seen(key):  # checked once per signature (CheckedOnce)
-        check_tensor("rmsnorm", "x", x, min_ndim=1)
-        check_tensor("rmsnorm", "weight", weight, ndim=1)
-        check_same("rmsnorm", "dtype", x=x, weight=weight)
-        check_same("rmsnorm", "device", x=x, weight=weight)
-        if weight.shape[0] != x.shape[-1]:
-            raise ValueError(
-                f"rmsnorm: `weight` must have x.shape[-1] = {x.shape[-1]} elements, got shape {tuple(weight.shape)}."
-            )
-        if not isinstance(eps, (int, float)) or eps < 0:
-            raise ValueError(f"rmsnorm: `eps` must be a non-negative number, got {eps!r}.")
-        _CHECKED_RMSNORM.accept(key)
+    _CHECKED_RMSNORM(x, weight, eps)  # the checks, once per signature (CheckedOnce)
     if not needs_autograd(x, weight):  # inference: no graph to record, so no autograd Function to pay for
         return rmsnorm_forward_op(x, weight, float(eps), False)[0]
     return RMSNormFunction.apply(x, weight, float(eps))
 
 
-_CHECKED_RMSNORM_LINEAR = CheckedOnce()
+def _check_rmsnorm_linear(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, eps: float) -> None:
+    """The checks of `rmsnorm_linear`: a TypeError or ValueError that says what to pass instead."""
+    fn = "rmsnorm_linear"
+    check_tensor(fn, "x", x, ndim=2)
+    check_tensor(fn, "norm_weight", norm_weight, ndim=1)
+    check_tensor(fn, "w", w, ndim=2)
+    check_same(fn, "dtype", x=x, norm_weight=norm_weight, w=w)
+    check_same(fn, "device", x=x, norm_weight=norm_weight, w=w)
+    if norm_weight.shape[0] != x.shape[1] or w.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"{fn}: x is (M, K) = {tuple(x.shape)}, so `norm_weight` must be ({x.shape[1]},) and `w` (N, {x.shape[1]}); "
+            f"got {tuple(norm_weight.shape)} and {tuple(w.shape)}."
+        )
+    if not isinstance(eps, (int, float)) or eps < 0:
+        raise ValueError(f"{fn}: `eps` must be a non-negative number, got {eps!r}.")
+
+
+_CHECKED_RMSNORM_LINEAR = CheckedOnce(_check_rmsnorm_linear)
 
 
 def rmsnorm_linear(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -392,22 +411,7 @@ def rmsnorm_linear(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, 
     x: (M, K); norm_weight: (K,); w: (N, K), as nn.Linear(K, N).weight; one float dtype and device, contiguous.
     Returns y (M, N) in x's dtype. Forward only: the decode step of inference.
     """
-    key = _CHECKED_RMSNORM_LINEAR.signature(x, norm_weight, w, eps)
-    if not _CHECKED_RMSNORM_LINEAR.seen(key):  # checked once per signature (CheckedOnce)
-        fn = "rmsnorm_linear"
-        check_tensor(fn, "x", x, ndim=2)
-        check_tensor(fn, "norm_weight", norm_weight, ndim=1)
-        check_tensor(fn, "w", w, ndim=2)
-        check_same(fn, "dtype", x=x, norm_weight=norm_weight, w=w)
-        check_same(fn, "device", x=x, norm_weight=norm_weight, w=w)
-        if norm_weight.shape[0] != x.shape[1] or w.shape[1] != x.shape[1]:
-            raise ValueError(
-                f"{fn}: x is (M, K) = {tuple(x.shape)}, so `norm_weight` must be ({x.shape[1]},) and `w` (N, {x.shape[1]}); "
-                f"got {tuple(norm_weight.shape)} and {tuple(w.shape)}."
-            )
-        if not isinstance(eps, (int, float)) or eps < 0:
-            raise ValueError(f"{fn}: `eps` must be a non-negative number, got {eps!r}.")
-        _CHECKED_RMSNORM_LINEAR.accept(key)
+    _CHECKED_RMSNORM_LINEAR(x, norm_weight, w, eps)  # the checks, once per signature (CheckedOnce)
     return rmsnorm_linear_op(x, norm_weight, w, float(eps))
 
 

@@ -184,7 +184,26 @@ def rope_backward_op(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> 
 # --------------------------------------------------------------------------------------------------
 
 
-_CHECKED_ROPE = CheckedOnce()
+def _check_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> None:
+    """The checks of `rope`: a TypeError or ValueError that says what to pass instead."""
+    check_tensor("rope", "x", x, ndim=4)
+    check_tensor("rope", "cos", cos, ndim=2, dtypes=(torch.float32,))
+    check_tensor("rope", "sin", sin, ndim=2, dtypes=(torch.float32,))
+    check_same("rope", "device", x=x, cos=cos, sin=sin)
+    seq_len, head_dim = x.shape[2], x.shape[3]
+    if head_dim % 2:
+        raise ValueError(
+            f"rope: the head dimension x.shape[3] = {head_dim} must be even: element i rotates with element i + D/2."
+        )
+    for name, table in (("cos", cos), ("sin", sin)):
+        if tuple(table.shape) != (seq_len, head_dim // 2):
+            raise ValueError(
+                f"rope: `{name}` must have shape (S, D/2) = ({seq_len}, {head_dim // 2}) for x of shape "
+                f"{tuple(x.shape)}, got {tuple(table.shape)}; slice a longer table with {name}[:S]."
+            )
+
+
+_CHECKED_ROPE = CheckedOnce(_check_rope)
 
 
 def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -194,24 +213,7 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     cos, sin: (S, D/2) float32, contiguous, on x's device; row s holds cos and sin of position s's angles.
     Returns a new tensor shaped like x, in x's dtype. Differentiable in x.
     """
-    key = _CHECKED_ROPE.signature(x, cos, sin)
-    if not _CHECKED_ROPE.seen(key):  # checked once per signature (CheckedOnce)
-        check_tensor("rope", "x", x, ndim=4)
-        check_tensor("rope", "cos", cos, ndim=2, dtypes=(torch.float32,))
-        check_tensor("rope", "sin", sin, ndim=2, dtypes=(torch.float32,))
-        check_same("rope", "device", x=x, cos=cos, sin=sin)
-        seq_len, head_dim = x.shape[2], x.shape[3]
-        if head_dim % 2:
-            raise ValueError(
-                f"rope: the head dimension x.shape[3] = {head_dim} must be even: element i rotates with element i + D/2."
-            )
-        for name, table in (("cos", cos), ("sin", sin)):
-            if tuple(table.shape) != (seq_len, head_dim // 2):
-                raise ValueError(
-                    f"rope: `{name}` must have shape (S, D/2) = ({seq_len}, {head_dim // 2}) for x of shape "
-                    f"{tuple(x.shape)}, got {tuple(table.shape)}; slice a longer table with {name}[:S]."
-                )
-        _CHECKED_ROPE.accept(key)
+    _CHECKED_ROPE(x, cos, sin)  # the checks, once per signature (CheckedOnce)
     if not needs_autograd(x, cos, sin):  # inference: no graph to record, so no autograd Function to pay for
         return rope_forward_op(x, cos, sin)
     return RoPEFunction.apply(x, cos, sin)

@@ -187,7 +187,20 @@ def swiglu_backward_op(gate: torch.Tensor, up: torch.Tensor, dy: torch.Tensor) -
 # --------------------------------------------------------------------------------------------------
 
 
-_CHECKED_SWIGLU = CheckedOnce()
+def _check_swiglu(gate: torch.Tensor, up: torch.Tensor) -> None:
+    """The checks of `swiglu`: a TypeError or ValueError that says what to pass instead."""
+    check_tensor("swiglu", "gate", gate, min_ndim=1)
+    check_tensor("swiglu", "up", up, min_ndim=1)
+    check_same("swiglu", "dtype", gate=gate, up=up)
+    check_same("swiglu", "device", gate=gate, up=up)
+    if gate.shape != up.shape:
+        raise ValueError(
+            f"swiglu: `gate` and `up` must have the same shape, got {tuple(gate.shape)} and {tuple(up.shape)}; "
+            "if one projection produced both, split it with gate, up = h.chunk(2, dim=-1) and call .contiguous()."
+        )
+
+
+_CHECKED_SWIGLU = CheckedOnce(_check_swiglu)
 
 
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
@@ -196,18 +209,7 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     gate, up: the same shape (any, at least one dimension), float32, float16 or bfloat16, one dtype,
     one device, contiguous. Returns a new tensor shaped like gate, in its dtype. Differentiable in both.
     """
-    key = _CHECKED_SWIGLU.signature(gate, up)
-    if not _CHECKED_SWIGLU.seen(key):  # checked once per signature (CheckedOnce)
-        check_tensor("swiglu", "gate", gate, min_ndim=1)
-        check_tensor("swiglu", "up", up, min_ndim=1)
-        check_same("swiglu", "dtype", gate=gate, up=up)
-        check_same("swiglu", "device", gate=gate, up=up)
-        if gate.shape != up.shape:
-            raise ValueError(
-                f"swiglu: `gate` and `up` must have the same shape, got {tuple(gate.shape)} and {tuple(up.shape)}; "
-                "if one projection produced both, split it with gate, up = h.chunk(2, dim=-1) and call .contiguous()."
-            )
-        _CHECKED_SWIGLU.accept(key)
+    _CHECKED_SWIGLU(gate, up)  # the checks, once per signature (CheckedOnce)
     if not needs_autograd(gate, up):  # inference: no graph to record, so no autograd Function to pay for
         return swiglu_forward_op(gate, up)
     return SwiGLUFunction.apply(gate, up)

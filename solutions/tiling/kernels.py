@@ -307,7 +307,20 @@ def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------------
 
 
-_CHECKED_MATMUL = CheckedOnce()
+def _check_matmul(a: torch.Tensor, b: torch.Tensor) -> None:
+    """The checks of `matmul`: a TypeError or ValueError that says what to pass instead."""
+    check_tensor("matmul", "a", a, ndim=2)
+    check_tensor("matmul", "b", b, ndim=2)
+    check_same("matmul", "dtype", a=a, b=b)
+    check_same("matmul", "device", a=a, b=b)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"matmul: the inner dimensions must agree, but a is {tuple(a.shape)} and b is {tuple(b.shape)}: "
+            f"a.shape[1] ({a.shape[1]}) must equal b.shape[0] ({b.shape[0]})."
+        )
+
+
+_CHECKED_MATMUL = CheckedOnce(_check_matmul)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -316,16 +329,5 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a: (M, K), b: (K, N), both float32, float16 or bfloat16, the same dtype and device, contiguous.
     Returns a new (M, N) tensor. float32 inputs get float32 accuracy (three tf32 products per step).
     """
-    key = _CHECKED_MATMUL.signature(a, b)
-    if not _CHECKED_MATMUL.seen(key):  # checked once per signature (CheckedOnce)
-        check_tensor("matmul", "a", a, ndim=2)
-        check_tensor("matmul", "b", b, ndim=2)
-        check_same("matmul", "dtype", a=a, b=b)
-        check_same("matmul", "device", a=a, b=b)
-        if a.shape[1] != b.shape[0]:
-            raise ValueError(
-                f"matmul: the inner dimensions must agree, but a is {tuple(a.shape)} and b is {tuple(b.shape)}: "
-                f"a.shape[1] ({a.shape[1]}) must equal b.shape[0] ({b.shape[0]})."
-            )
-        _CHECKED_MATMUL.accept(key)
+    _CHECKED_MATMUL(a, b)  # the checks, once per signature (CheckedOnce)
     return matmul_op(a, b)
