@@ -69,8 +69,8 @@ def check_same(fn: str, what: str, **tensors: torch.Tensor) -> None:
 
 class CheckedOnce:
     """A public function's checks, run once per argument signature: a decode step makes the same calls, with
-    new tensors of the same shapes, thousands of times, and the checks took 2-7 us of a public call's 30-90 us
-    of host time on an H100's host (results/h100/checked_once.md).
+    new tensors of the same shapes, thousands of times, and the checks took 1-7 us of a public call's 20-90 us
+    of host time on an H100's and an H200's host (results/<gpu>/checked_once.md).
 
     A signature holds everything the checks look at: each tensor's type, shape, dtype, device and contiguity,
     every other argument's type and value, and whether the CPU interpreter is asked for. Only signatures that
