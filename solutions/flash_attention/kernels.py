@@ -1319,20 +1319,15 @@ def quantize_kv(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return (*kv_quantize_int8_op(k), *kv_quantize_int8_op(v))
 
 
-def flash_decode_int8(
+def _check_flash_decode_int8(
     q: torch.Tensor,
     k_q: torch.Tensor,
     k_scale: torch.Tensor,
     v_q: torch.Tensor,
     v_scale: torch.Tensor,
-    scale: float | None = None,
-) -> torch.Tensor:
-    """Decode attention (one query row) over an INT8 KV cache, dequantized inside the split-K kernel.
-
-    q: (B, Hq, 1, D) float32, float16 or bfloat16; k_q, v_q: (B, Hkv, Sk, D) int8; k_scale, v_scale:
-    (B, Hkv, Sk) float32, so that K = k_q * k_scale[..., None] (as quantize_kv makes them). Hq a multiple of
-    Hkv (GQA), D in {16, 32, 64, 128}, all contiguous on one device. Returns (B, Hq, 1, D) in q's dtype.
-    """
+    scale: float | None,
+) -> None:
+    """The checks of `flash_decode_int8`: a TypeError or ValueError that says what to pass instead."""
     fn = "flash_decode_int8"
     check_tensor(fn, "q", q, ndim=4)
     for name, t in (("k_q", k_q), ("v_q", v_q)):
@@ -1354,6 +1349,27 @@ def flash_decode_int8(
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
         raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+
+
+_CHECKED_FLASH_DECODE_INT8 = CheckedOnce(_check_flash_decode_int8)
+
+
+def flash_decode_int8(
+    q: torch.Tensor,
+    k_q: torch.Tensor,
+    k_scale: torch.Tensor,
+    v_q: torch.Tensor,
+    v_scale: torch.Tensor,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Decode attention (one query row) over an INT8 KV cache, dequantized inside the split-K kernel.
+
+    q: (B, Hq, 1, D) float32, float16 or bfloat16; k_q, v_q: (B, Hkv, Sk, D) int8; k_scale, v_scale:
+    (B, Hkv, Sk) float32, so that K = k_q * k_scale[..., None] (as quantize_kv makes them). Hq a multiple of
+    Hkv (GQA), D in {16, 32, 64, 128}, all contiguous on one device. Returns (B, Hq, 1, D) in q's dtype.
+    """
+    _CHECKED_FLASH_DECODE_INT8(q, k_q, k_scale, v_q, v_scale, scale)  # the checks, once per signature (CheckedOnce)
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
     return attention_decode_int8_op(q, k_q, k_scale, v_q, v_scale, float(scale))
 
 
@@ -1375,7 +1391,7 @@ def quantize_kv_int4(
     return c["k_packed"], c["k_scale"], c["k_zero"], c["v_packed"], c["v_scale"], c["v_zero"]
 
 
-def flash_decode_int4(
+def _check_flash_decode_int4(
     q: torch.Tensor,
     k_packed: torch.Tensor,
     k_scale: torch.Tensor,
@@ -1383,18 +1399,10 @@ def flash_decode_int4(
     v_packed: torch.Tensor,
     v_scale: torch.Tensor,
     v_zero: torch.Tensor,
-    group_size: int = 32,
-    scale: float | None = None,
-) -> torch.Tensor:
-    """Decode attention (one query row) over the KIVI INT4 KV cache, dequantized inside the split-K kernel.
-
-    q: (B, Hq, 1, D) float32, float16 or bfloat16; k_packed, v_packed: (B, Hkv, Sk, D // 2) uint8, two 4-bit
-    codes a byte (channel 2j in the low nibble); k_scale, k_zero: (B, Hkv, ceil(Sk / group_size), D) float32,
-    so that K[t, d] = code * k_scale[t // group_size, d] + k_zero[t // group_size, d]; v_scale, v_zero:
-    (B, Hkv, Sk) float32, V[t, d] = code * v_scale[t] + v_zero[t] (as quantize_kv_int4 makes them).
-    group_size in {16, 32, 64, 128}; Hq a multiple of Hkv (GQA), D in {16, 32, 64, 128}, all contiguous on
-    one device. Returns (B, Hq, 1, D) in q's dtype.
-    """
+    group_size: int,
+    scale: float | None,
+) -> None:
+    """The checks of `flash_decode_int4`: a TypeError or ValueError that says what to pass instead."""
     fn = "flash_decode_int4"
     check_tensor(fn, "q", q, ndim=4)
     for name, t in (("k_packed", k_packed), ("v_packed", v_packed)):
@@ -1424,4 +1432,32 @@ def flash_decode_int4(
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
         raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+
+
+_CHECKED_FLASH_DECODE_INT4 = CheckedOnce(_check_flash_decode_int4)
+
+
+def flash_decode_int4(
+    q: torch.Tensor,
+    k_packed: torch.Tensor,
+    k_scale: torch.Tensor,
+    k_zero: torch.Tensor,
+    v_packed: torch.Tensor,
+    v_scale: torch.Tensor,
+    v_zero: torch.Tensor,
+    group_size: int = 32,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Decode attention (one query row) over the KIVI INT4 KV cache, dequantized inside the split-K kernel.
+
+    q: (B, Hq, 1, D) float32, float16 or bfloat16; k_packed, v_packed: (B, Hkv, Sk, D // 2) uint8, two 4-bit
+    codes a byte (channel 2j in the low nibble); k_scale, k_zero: (B, Hkv, ceil(Sk / group_size), D) float32,
+    so that K[t, d] = code * k_scale[t // group_size, d] + k_zero[t // group_size, d]; v_scale, v_zero:
+    (B, Hkv, Sk) float32, V[t, d] = code * v_scale[t] + v_zero[t] (as quantize_kv_int4 makes them).
+    group_size in {16, 32, 64, 128}; Hq a multiple of Hkv (GQA), D in {16, 32, 64, 128}, all contiguous on
+    one device. Returns (B, Hq, 1, D) in q's dtype.
+    """
+    # the checks, once per signature (CheckedOnce)
+    _CHECKED_FLASH_DECODE_INT4(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, group_size, scale)
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
     return attention_decode_int4_op(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, int(group_size), float(scale))
