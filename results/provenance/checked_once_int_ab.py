@@ -1,4 +1,5 @@
 """checks_ab for the quantized-cache decode calls: checks every call (f5fb27f) against once per signature."""
+# Needs .diag/old_sol/flash_attention/ (kernels.py and configs.json of f5fb27f) and runs from the repository root.
 import os, sys, statistics
 sys.path.insert(0, os.getcwd()); sys.path.insert(0, ".diag")
 import torch
