@@ -883,6 +883,12 @@ def attention_decode_int4_op(q: torch.Tensor, k_packed: torch.Tensor, k_scale: t
 # --------------------------------------------------------------------------------------------------
 
 
+def _check_scale(fn: str, scale: float | None) -> None:
+    """None (1 / sqrt(D)) or a positive finite number."""
+    if scale is not None and (not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale)):
+        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+
+
 def _check_flash_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None
 ) -> None:
@@ -913,8 +919,7 @@ def _check_flash_attention(
             f"{fn}: causal=True needs as many queries as keys, got Sq = {seqlen_q} and Sk = {seqlen_k}; "
             "for decoding one new token (Sq = 1) pass causal=False."
         )
-    if scale is not None and (not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale)):
-        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+    _check_scale(fn, scale)
 
 
 _CHECKED_FLASH_ATTENTION = CheckedOnce(_check_flash_attention)
@@ -979,9 +984,7 @@ def _check_flash_decode_int8(
     if n_heads_kv == 0 or n_heads_q % n_heads_kv != 0 or k_q.shape[2] == 0:
         raise ValueError(f"{fn}: q's {n_heads_q} heads must be a multiple of the cache's {n_heads_kv}, "
                          f"and the cache must hold at least one key (Sk = {k_q.shape[2]}).")  # fmt: skip
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-    if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
-        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+    _check_scale(fn, scale)
 
 
 _CHECKED_FLASH_DECODE_INT8 = CheckedOnce(_check_flash_decode_int8)
@@ -1062,9 +1065,7 @@ def _check_flash_decode_int4(
     if n_heads_kv == 0 or n_heads_q % n_heads_kv != 0 or seqlen_k == 0:
         raise ValueError(f"{fn}: q's {n_heads_q} heads must be a multiple of the cache's {n_heads_kv}, "
                          f"and the cache must hold at least one key (Sk = {seqlen_k}).")  # fmt: skip
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-    if not isinstance(scale, (int, float)) or not scale > 0 or not math.isfinite(scale):
-        raise ValueError(f"{fn}: `scale` must be a positive number, got {scale!r}.")
+    _check_scale(fn, scale)
 
 
 _CHECKED_FLASH_DECODE_INT4 = CheckedOnce(_check_flash_decode_int4)
