@@ -199,6 +199,8 @@ GPU_GELU = [
 # leave masked lanes in the last tile. The hostile rows come once in one tile (3000 columns) and once
 # in the looped path, 36865 = 9 * 4096 + 1 columns: the last tile holds one column, which a loop that
 # stops one element short of the row (for any power-of-two tile up to 4096) never reads or writes.
+# On the GPU, 16-bit rows of 16385-32768 columns may be read as 32-bit words, two values each (the
+# solution's PAIRS): hostile rows of 20000 columns put -inf, huge and equal values in both halves of a word.
 CPU_SOFTMAX = [
     {"shape": [1]},
     {"shape": [3, 100]},
@@ -228,6 +230,7 @@ GPU_SOFTMAX = [
     {"shape": [256, 1000], "scale": 10.0},
     {"shape": [40, 3000], "dist": "hostile"},
     {"shape": [10, 36865], "dist": "hostile"},
+    {"shape": [20, 20000], "dist": "hostile"},
 ]
 
 

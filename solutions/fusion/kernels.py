@@ -48,6 +48,25 @@ def _gelu_kernel(
 
 
 @triton.jit
+def _halves(w):  # pragma: no cover - the softmax's PAIRS path
+    """The two bfloat16 values in each 32-bit word of w, low half first, widened to float32.
+
+    A bfloat16 is the top half of the float32 of the same value, so widening one is a shift: integer
+    instructions, which an SM issues four times as fast as the conversions a float16 would need."""
+    lo = (w << 16).to(tl.float32, bitcast=True)
+    hi = (w & -65536).to(tl.float32, bitcast=True)  # -65536 == 0xFFFF0000: the high half, in place
+    return lo, hi
+
+
+@triton.jit
+def _word_of(lo, hi):  # pragma: no cover - the softmax's PAIRS path
+    """32-bit words holding the 16-bit values lo (low half) and hi (high half): what _halves unpacks."""
+    lo_bits = lo.to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi_bits = hi.to(tl.int16, bitcast=True).to(tl.int32) << 16
+    return hi_bits | lo_bits
+
+
+@triton.jit
 def _softmax_kernel(
     x_ptr,  # (M, N) input, rows contiguous
     y_ptr,  # (M, N) output, same dtype as x
@@ -58,11 +77,13 @@ def _softmax_kernel(
     BLOCK_M: tl.constexpr,  # rows per program
     BLOCK_N: tl.constexpr,  # columns per tile (a power of two)
     SINGLE_TILE: tl.constexpr,  # BLOCK_N >= n_cols: the whole row fits in one tile
+    PAIRS: tl.constexpr,  # SINGLE_TILE, bfloat16 x, n_cols and strides even: the row may be read as 32-bit words
 ):
     """Each program computes the softmax of BLOCK_M rows; all arithmetic is float32, rounded once on the store."""
     ### BEGIN SOLUTION fusion.softmax
     #> One program owns BLOCK_M rows (mask rows past n_rows and columns past n_cols); subtract the row's
-    #> max before exp. When SINGLE_TILE is false a row spans several tiles of BLOCK_N.
+    #> max before exp. When SINGLE_TILE is false a row spans several tiles of BLOCK_N. PAIRS is a speed-up
+    #> you may ignore (the result is the same): README.md, "Two values to a register".
     #> More, one step at a time: python -m autograder hint fusion.softmax
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = rows < n_rows
@@ -70,7 +91,28 @@ def _softmax_kernel(
     cols = tl.arange(0, BLOCK_N)
     x_rows = x_ptr + rows[:, None] * stride_x
     y_rows = y_ptr + rows[:, None] * stride_y
-    if SINGLE_TILE:
+    if SINGLE_TILE and PAIRS:  # pragma: no cover - bfloat16 rows only; tests/test_softmax_pairs.py runs it
+        # A register holds 32 bits, and a 16-bit value kept alone fills one: held that way (or widened to
+        # float32) a row of 32768 columns takes so many registers that one program fills an SM, which then
+        # waits on each row's load before it reduces and stores. Held as 32-bit words, two values each, it
+        # takes half, two programs share an SM, and one's load overlaps the other's arithmetic. Each step
+        # below widens the words afresh, from a copy filled differently, so that the compiler keeps only the
+        # words alive across a reduction and not their float32 halves (it would merge identical widenings).
+        words = tl.arange(0, BLOCK_N // 2)
+        wmask = row_mask[:, None] & (words[None, :] < n_cols // 2)
+        neg_inf = tl.full([BLOCK_M, BLOCK_N // 2], float("-inf"), tl.float32).to(tl.bfloat16)
+        both_inf = _word_of(neg_inf, neg_inf)  # a word whose two values are -inf
+        w = tl.load(x_rows.to(tl.pointer_type(tl.int32)) + words[None, :], mask=wmask, other=both_inf)
+        lo, hi = _halves(w)
+        row_max = tl.max(tl.maximum(lo, hi), axis=1)
+        lo, hi = _halves(tl.where(wmask, w, both_inf))
+        inv_sum = 1.0 / tl.sum(tl.exp(lo - row_max[:, None]) + tl.exp(hi - row_max[:, None]), axis=1)
+        lo, hi = _halves(tl.where(wmask, w, 0))
+        y_lo = tl.exp(lo - row_max[:, None]) * inv_sum[:, None]
+        y_hi = tl.exp(hi - row_max[:, None]) * inv_sum[:, None]
+        y = _word_of(y_lo.to(tl.bfloat16), y_hi.to(tl.bfloat16))
+        tl.store(y_rows.to(tl.pointer_type(tl.int32)) + words[None, :], y, mask=wmask)
+    elif SINGLE_TILE:
         # The row stays in registers between the reductions and the store: one read of x.
         mask = row_mask[:, None] & (cols[None, :] < n_cols)
         x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
@@ -129,15 +171,16 @@ def gelu_config(device: Device, n_elements: int) -> tuple[int, int]:
 
 
 @CONFIGS.cached
-def softmax_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps) of the softmax kernel for an (n_rows, n_cols) input."""
+def softmax_config(device: Device, n_rows: int, n_cols: int) -> tuple[int, int, int, bool]:
+    """(BLOCK_M, BLOCK_N, num_warps, pairs) of the softmax kernel for an (n_rows, n_cols) input; pairs: the
+    table measured bfloat16 rows of this length faster held as 32-bit words (the kernel's PAIRS), where they can be."""
     block_n = next_power_of_2(n_cols)
     s = CONFIGS.pick(device, "softmax", ceil_bucket(block_n, SOFTMAX_BUCKETS, "cols", f"cols>{MAX_FUSED_COLS}"))
     if block_n > MAX_FUSED_COLS:
-        return 1, s["tile"], s["num_warps"]
+        return 1, s["tile"], s["num_warps"], False
     # Short rows are packed several to a program so that each program moves enough bytes.
     block_m = max(1, min(s["elements"] // block_n, s["max_rows"]))
-    return min(block_m, next_power_of_2(n_rows)), block_n, s["num_warps"]
+    return min(block_m, next_power_of_2(n_rows)), block_n, s["num_warps"], s.get("pairs", False)
 
 
 # What `python -m autograder tune fusion` tries, around the H200's choices.
@@ -145,9 +188,9 @@ def _bf16(*shapes: list[int]) -> list[dict]:
     return [{"shape": s, "dtype": "bfloat16"} for s in shapes]
 
 
-def _rows_of(n_cols: int, warps: list[int]) -> SearchSpace:
+def _rows_of(n_cols: int, warps: list[int], pairs: tuple[bool, ...] = (False,)) -> SearchSpace:
     return SearchSpace("softmax", "fusion.softmax", {f"cols<={n_cols}": _bf16([(64 << 20) // n_cols, n_cols])},
-                       grid(elements=[n_cols], max_rows=[64], num_warps=warps))
+                       grid(elements=[n_cols], max_rows=[64], num_warps=warps, pairs=list(pairs)))
 
 
 SEARCH_SPACE = [
@@ -158,7 +201,7 @@ SEARCH_SPACE = [
     _rows_of(4096, [4, 8, 16]),
     _rows_of(8192, [8, 16, 32]),
     _rows_of(16384, [8, 16, 32]),
-    _rows_of(MAX_FUSED_COLS, [16, 32]),
+    _rows_of(MAX_FUSED_COLS, [16, 32], pairs=(False, True)),
     SearchSpace("softmax", "fusion.softmax", {f"cols>{MAX_FUSED_COLS}": _bf16([512, 128256])},
                 grid(tile=[2048, 4096, 8192], num_warps=[8, 16])),
 ]  # fmt: skip
@@ -189,10 +232,14 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     x2 = x.view(-1, n_cols)  # (M, N)
     y2 = y.view(-1, n_cols)
     n_rows = x2.shape[0]
-    block_m, block_n, num_warps = softmax_config(device_of(x), n_rows, n_cols)
+    block_m, block_n, num_warps, pairs = softmax_config(device_of(x), n_rows, n_cols)
+    single_tile = block_n >= n_cols
+    # Words of two bfloat16 (a float16 would need conversions to widen, which cost more than the words save:
+    # 0.94x on the H100, results/h100/softmax_pairs.md): the row's length even, its start 4-byte aligned.
+    pairs = pairs and single_tile and x.dtype == torch.bfloat16 and n_cols % 2 == 0 and x2.data_ptr() % 4 == 0
     launch(_softmax_kernel, (cdiv(n_rows, block_m),),
         x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0),
-        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=block_n >= n_cols, num_warps=num_warps,
+        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=single_tile, PAIRS=pairs, num_warps=num_warps,
     )  # fmt: skip
     return y
 
