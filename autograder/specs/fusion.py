@@ -279,6 +279,10 @@ ASSIGNMENT = Assignment(
     # 8192 columns) of copy bandwidth: full points at 80%, a 14% margin or more. Softmax over 32000 columns
     # (a 64 KB row per program) reached 72%, as far above torch.softmax (39%) as the others: full points at
     # 60%, a 20% margin. Nothing at the written-out ops' 11-12%, or at about half of PyTorch's fused kernels.
+    # Since 2026-11-25 the solution holds such bfloat16 rows as 32-bit words (its optional PAIRS path) and takes
+    # its exponentials with exp2: 90-91% on the H200, 96% on the H100 over five gradings (results/<gpu>/
+    # stability.md). The threshold stays at 60%: the plain one-tile kernel the handout asks for reaches 73-75%
+    # on the H200 with tl.exp (results/h200/softmax_pairs.md, "before"), and PAIRS is not required.
     speed=[
         _speed("fusion.gelu", [16384, 8192], speed_gelu, eager_gelu, "eager PyTorch (ops written out)", 0.80, 0.10),
         _speed("fusion.gelu", [16384, 16384], speed_gelu, library_gelu, "F.gelu", 0.80, 0.40),
