@@ -1,12 +1,10 @@
-"""The solution's PAIRS path with small changes: base-2 exponent with the scale folded into one FMA; load with
-evict_first; store streaming (.cs). Each against the solution in one process, bf16, % of copy."""
-import json, sys, time
-import torch, triton
+"""The solution's PAIRS path written out as one kernel, with switches: EXP2 0 tl.exp(a), 2 tl.exp2((a) * LOG2E),
+1 tl.exp2 with the scale folded into one FMA; EVICT an evict_first load; STREAM a .cs store. Timed by
+softmax_exp2_variants.py, compiled to SASS by softmax_exp2_sass.py."""
+import triton
 import triton.language as tl
-sys.path.insert(0, ".")
-import solutions.fusion.kernels as K
+
 from solutions.fusion.kernels import _halves, _word_of
-from triton.testing import do_bench
 
 
 @triton.jit
@@ -49,5 +47,3 @@ def pairs_var(x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, BLOCK_N: tl.cons
         tl.store(yw + words, y, mask=wmask, cache_modifier=".cs")
     else:
         tl.store(yw + words, y, mask=wmask)
-
-
