@@ -92,6 +92,8 @@ def replot(folder: Path) -> list[Path]:
         results = json.loads(path.read_text())
         if not isinstance(results, dict) or "rows" not in results or "meta" not in results:
             continue  # grading results and other JSON kept beside the benchmarks
+        if not all(isinstance(r, dict) and "impl" in r for r in results["rows"]):
+            continue  # an experiment's record (A/B runs, variant sweeps), not a bench table
         path.with_suffix(".md").write_text(markdown_table(results))
         written.append(plot_results(results, path.stem, path.with_suffix(".png")))
     from autograder.specs import SYLLABUS

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace
-from course.device import Device, device_of
+from course.device import Device, device_of, sm_limits
 from course.env import interpreter_requested
 from course.launch import cdiv, launch
 from course.ops import OpLibrary
@@ -91,9 +91,11 @@ def _smem_bytes(cfg: dict, element_size: int) -> int:  # pragma: no cover - GPU 
 def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:  # pragma: no cover - GPU only: a GPU with no measured entry
     """A GPU with no measured entry: the reference GPU's tiles that fit its shared memory, else the smallest
     of them with as few stages as fit (2 at least: the pipeline needs one tile in use and one in flight)."""
+    size = 4 if bucket == "float32" else 2
+    if kernel == "tail":  # the reference's tail tile where it fits (tail_split checks the tile its speed is against)
+        return reference if reference is not None and _smem_bytes(reference, size) <= device.smem_per_block else None
     if kernel != "matmul":
         return reference
-    size = 4 if bucket == "float32" else 2
     fits = [c for c in reference if _smem_bytes(c, size) <= device.smem_per_block]
     if fits:
         return fits
@@ -116,6 +118,62 @@ CONFIGS = ConfigTable.beside(__file__, "tiling", rules=_fit)
 def matmul_config(device: Device, dtype: torch.dtype) -> list[dict]:
     """The tile configurations for inputs of this dtype: block_m, block_n, block_k, group_m, num_stages, num_warps."""
     return CONFIGS.pick(device, "matmul", "float32" if dtype == torch.float32 else "16-bit")
+
+
+def _programs_per_sm(device: Device, cfg: dict, element_size: int) -> int:
+    """Programs of this tile that one SM holds at once (the interpreter runs one program at a time)."""
+    return 1 if device.interpreter else _resident_programs(device, cfg, element_size)
+
+
+def _resident_programs(device: Device, cfg: dict, element_size: int) -> int:  # pragma: no cover - GPU only
+    """Programs of this tile that one of the GPU's SMs holds at once, as its shared memory and warp slots allow."""
+    limits = sm_limits(device.capability)
+    by_smem = limits.smem // (_smem_bytes(cfg, element_size) + limits.smem_reserved_per_block)
+    return max(1, min(by_smem, limits.max_warps // cfg["num_warps"], limits.max_blocks))
+
+
+def _rounds(device: Device, tiles: int, cfg: dict, element_size: int, alone: float) -> float:
+    """The time `tiles` programs of one launch take, in units of one first-table tile alone on an SM, where
+    one program of cfg alone takes `alone` of them: full rounds of every SM's resident programs, each round
+    as long as its programs share the SM (a last round partly empty costs as much as a full one)."""
+    per_sm = _programs_per_sm(device, cfg, element_size)
+    return cdiv(tiles, device.sms * per_sm) * per_sm * alone
+
+
+_TILE_KEYS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")  # a tail's "against": the first tile's
+
+
+@CONFIGS.cached
+def tail_split(device: Device, dtype: torch.dtype, m: int, n: int) -> tuple[int, dict | None]:
+    """Where one launch of the table's first tile would leave its last wave mostly empty: the rows to launch
+    with that tile and the smaller tile for the rows after them; (m, None): one launch as usual.
+
+    With T tiles on S SMs, one launch takes ceil(T / S) waves, the last running T mod S programs while the
+    other SMs wait (288 tiles of 128 x 256 at 3072^3 on 132 SMs: 2.18 waves of work in 3). Two launches of the
+    same kernel do better: the rows whose tiles fill whole waves with the first tile, then the remaining rows
+    with the table's "tail" tile, whose many small programs share one short wave over every SM. The split
+    comes from a model of both launches in waves, with the tail tile's measured speed (its rate against the
+    first tile's, "speed" in the table, measured against the tile in "against"), and is taken where it predicts
+    less time than one launch."""
+    bucket = "float32" if dtype == torch.float32 else "16-bit"
+    tail = CONFIGS.pick(device, "tail", bucket)
+    big = matmul_config(device, dtype)[0]
+    if tail is None or tail["against"] != [big[k] for k in _TILE_KEYS]:  # pragma: no cover - GPU only
+        # No tail tile here (float32 on a GPU; one that does not fit), or its speed was measured against another
+        # first tile (a GPU tuned to its own): the model would have no speed to go on. One launch.
+        return m, None
+    size = 4 if dtype == torch.float32 else 2
+    row_tiles, col_tiles = cdiv(m, big["block_m"]), cdiv(n, big["block_n"])
+    # A tail program's work over a first-tile program's, at the tail tile's measured rate.
+    alone = tail["block_m"] * tail["block_n"] / (big["block_m"] * big["block_n"]) / tail["speed"]
+    one = _rounds(device, row_tiles * col_tiles, big, size, 1.0)
+    best_rows, best = m, one
+    for r in range(row_tiles - 1, -1, -1):  # r tile rows with the first tile; ties keep the larger r
+        rest = cdiv(m - r * big["block_m"], tail["block_m"]) * cdiv(n, tail["block_n"])
+        cost = _rounds(device, r * col_tiles, big, size, 1.0) + _rounds(device, rest, tail, size, alone)
+        if cost < best:
+            best_rows, best = r * big["block_m"], cost
+    return (m, None) if best_rows == m else (best_rows, tail)
 
 
 def pad_config(device: Device) -> tuple[int, int, int]:  # pragma: no cover - GPU only: padding
@@ -168,11 +226,19 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     """c = a @ b with the kernel, for contiguous 2-D tensors of agreeing shapes."""
     m, k = a.shape
     n = b.shape[1]
-    args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
-    configs = matmul_config(device_of(a), a.dtype)
+    device = device_of(a)
+    configs = matmul_config(device, a.dtype)
+    rows, tail = tail_split(device, a.dtype, m, n)
+    if tail is not None:
+        # Two launches of the same kernel: the rows of whole waves with the first tile, the rest with the tail tile.
+        if rows:
+            _launch_tile(a[:rows], b, c[:rows], configs[0])
+        _launch_tile(a[rows:], b, c[rows:], tail)
+        return
     if len(configs) > 1:  # pragma: no cover - GPU only: autotuning among several tiles
         # Triton's Autotuner rebuilds its key from the arguments on every call (tens of microseconds on the
         # host); once it has chosen for a shape, that choice is launched directly.
+        args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
         shape = (id(configs), m, n, k, a.dtype)
         among, chosen = _chosen.get(shape, (None, None))
         if among is not configs:  # the entry keeps its list alive, so an id is never another list's
@@ -184,10 +250,17 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
             return
         launch(_matmul_kernel, (cdiv(m, chosen["BLOCK_M"]) * cdiv(n, chosen["BLOCK_N"]),), *args, **chosen)
         return
-    cfg = configs[0]  # one choice: no timing on the first call (and the interpreter cannot time)
+    _launch_tile(a, b, c, configs[0])  # one choice: no timing on the first call (and the interpreter cannot time)
+
+
+def _launch_tile(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict) -> None:
+    """c = a @ b with one tile configuration; a and c may be row slices of larger tensors."""
+    m, k = a.shape
+    n = b.shape[1]
     grid = (cdiv(m, cfg["block_m"]) * cdiv(n, cfg["block_n"]),)
     launch(_matmul_kernel, grid,
-        *args, BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
+        a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0),
+        BLOCK_M=cfg["block_m"], BLOCK_N=cfg["block_n"], BLOCK_K=cfg["block_k"], GROUP_M=cfg["group_m"],
         num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
     )  # fmt: skip
 

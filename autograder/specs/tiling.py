@@ -143,9 +143,11 @@ CPU_CASES = [
     {"shape": [129, 33, 1]},
     {"shape": [70, 200, 130]},
     {"shape": [37, 333, 29], "dist": "cancel"},
+    {"shape": [90, 77, 70]},  # 3 x 3 tiles on the interpreter's 4 SMs: two whole waves, then the tail launch
 ]
 # GPU shapes: Llama-sized layers (4096 hidden, 14336 MLP, 2048 tokens), one-token decode, the 1793 cube
-# (rows not 16-byte aligned), and small shapes that are multiples of nothing.
+# (rows not 16-byte aligned), small shapes that are multiples of nothing, and one whose last wave of 128 x 256
+# tiles is under a quarter full on 132 SMs (162 tiles: the tail launch, after padding K).
 GPU_CASES = [
     {"shape": [4096, 4096, 4096]},
     {"shape": [2048, 4096, 14336]},
@@ -156,6 +158,7 @@ GPU_CASES = [
     {"shape": [127, 8192, 129]},
     {"shape": [3, 5, 7]},
     {"shape": [257, 1999, 131], "dist": "cancel"},
+    {"shape": [2304, 999, 2304]},
 ]
 
 
