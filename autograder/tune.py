@@ -6,7 +6,9 @@ each candidate is forced on its kernel and its outputs checked against the spec'
 bucket's first call; the correct ones are then timed together, interleaved call by call, with the grader's
 timer (L2 flushed before each call). The fastest by geometric mean over the bucket's calls goes into
 solutions/<slug>/configs.json under this GPU's name (for an autotuner's list, the fastest few), with the
-GPU, date and versions; buckets the search space does not cover keep the GPU's earlier settings, if any. `--smoke` runs the same path under the CPU interpreter on the spec's first CPU
+GPU, date and versions; buckets the search space does not cover keep the GPU's earlier settings, if any. Then
+the solution's MEASUREMENTS (values measured rather than chosen, such as a tile's speed against another) run
+with this run's choices in force. `--smoke` runs the same path under the CPU interpreter on the spec's first CPU
 case, two candidates per search space (the times mean nothing), so that the tests exercise it.
 """
 
@@ -183,7 +185,7 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
         jobs = [(space, bucket, calls, space.candidates) for space in module.SEARCH_SPACE
                 for bucket, calls in space.buckets.items()]  # fmt: skip
     if kernels is not None:
-        known = {space.kernel for space in module.SEARCH_SPACE}
+        known = {space.kernel for space in module.SEARCH_SPACE} | {m.kernel for m in getattr(module, "MEASUREMENTS", [])}
         if not kernels <= known:
             raise RuntimeError(f"{slug} declares no search space for {sorted(kernels - known)}: its kernels are {sorted(known)}.")
         jobs = [job for job in jobs if job[0].kernel in kernels]
@@ -203,11 +205,43 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
     for r in results:
         if r.chosen is not None:
             entry.setdefault(r.kernel, {})[r.bucket] = r.chosen
+    for kernel, bucket, value in _measure(module, entry, dev, device, reps, log, kernels):
+        entry.setdefault(kernel, {})[bucket] = value
     path = out or (None if smoke else REPO_ROOT / "solutions" / slug / "configs.json")
     if path is not None:
         write_entry(path, name, entry, module.CONFIGS.path)
         log(f"wrote the entry for {name} to {path}" + ("" if smoke else f"; run `python -m autograder release {slug}` next"))
     return results
+
+
+def _measure(module: ModuleType, entry: dict, dev: Device, device: torch.device, reps: int,
+             log: Callable[[str], None], kernels: set[str] | None) -> list[tuple[str, str, Any]]:
+    """The solution's MEASUREMENTS on this device, with the settings this run chose in force (a speed measured
+    against a tile must be against the tile this GPU will launch); (kernel, bucket, value) for each value."""
+    cuda = device.type == "cuda"
+
+    def time(fns: dict[str, Callable[[], object]]) -> dict[str, float]:
+        times = timing.time_interleaved({k: (lambda i, f=f: f()) for k, f in fns.items()}, 1, reps, device,
+                                        warmup_ms=5.0 if cuda else 0.0, min_warmup_calls=3 if cuda else 1)  # fmt: skip
+        return {k: timing.median(v) for k, v in times.items()}
+
+    table, found = module.CONFIGS, []
+    chosen = [(k, b, v) for k, buckets in entry.items() if k != "meta" for b, v in buckets.items()]
+    for kernel, bucket, value in chosen:
+        table.force(kernel, bucket, value)
+    try:
+        for m in getattr(module, "MEASUREMENTS", []):
+            if kernels is not None and m.kernel not in kernels:
+                continue
+            for bucket in m.buckets:
+                value = m.measure(dev, bucket, time)
+                log(f"{m.kernel} [{bucket}]: " + ("not on this GPU" if value is None else f"measured: {describe(value)}"))
+                if value is not None:
+                    found.append((m.kernel, bucket, value))
+    finally:
+        for kernel, bucket, _ in chosen:
+            table.force(kernel, bucket, None)
+    return found
 
 
 def write_entry(path: Path, name: str, entry: dict, template: Path) -> None:

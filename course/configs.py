@@ -166,6 +166,23 @@ class SearchSpace:
     keep: int = 0  # 0: the value is the best candidate; n > 0: a list of up to n (an autotuner's choices)
 
 
+# time(fns) -> milliseconds per call of each: the tuner's timer (L2 flushed before each call, interleaved, median).
+Timer = Callable[[dict[str, Callable[[], object]]], dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A table value that is measured rather than chosen among candidates: declared in the solution (MEASUREMENTS
+    beside SEARCH_SPACE), run by `python -m autograder tune` after the search spaces, with their choices in force.
+
+    measure(device, bucket, time) returns the value for this GPU's entry, or None where the kernel has no
+    such setting on it (the tuner says so and writes nothing)."""
+
+    kernel: str  # the table's key
+    buckets: tuple[str, ...]
+    measure: Callable[[Device, str, Timer], Any]
+
+
 def grid(**axes: list[Any]) -> list[dict[str, Any]]:
     """Every combination of the axes' values, as dicts: grid(a=[1, 2], b=[3]) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]."""
     names = list(axes)

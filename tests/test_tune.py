@@ -29,6 +29,11 @@ def test_a_smoke_tuning_checks_times_and_writes_an_entry_beside_the_solutions_ta
     # the bucket it could not measure keeps the entry's earlier settings, and the meta says so
     assert entry["matmul"]["16-bit"] == json.loads(before)["gpus"]["interpreter"]["matmul"]["16-bit"]
     assert "matmul [16-bit]" in entry["meta"]["kept"] and "pad [all]" in entry["meta"]["kept"]
+    # the measurement ran after the search, against the first tile this run chose (float32 here, under the interpreter)
+    tail = entry["tail"]["16-bit"]
+    assert tail["speed"] > 0 and tail["against"] == [entry["matmul"]["float32"][0][k] for k in
+                                                     ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")]  # fmt: skip
+    assert "tail [16-bit]" not in entry["meta"]["kept"] and "tail [float32]" in entry["meta"]["kept"]
     assert table["gpus"]["NVIDIA H200"] == json.loads(before)["gpus"]["NVIDIA H200"]  # other GPUs' entries kept
     assert (REPO_ROOT / "solutions" / "tiling" / "configs.json").read_text() == before
     assert any("no CPU-tier case" in line for line in lines) and any("chosen:" in line for line in lines)

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from course.configs import ConfigTable, SearchSpace
+from course.configs import ConfigTable, Measurement, SearchSpace, Timer
 from course.device import Device, device_of, sm_limits
 from course.env import interpreter_requested
 from course.launch import cdiv, launch
@@ -188,8 +188,8 @@ def tail_split(device: Device, dtype: torch.dtype, m: int, n: int) -> tuple[int,
     same kernel do better: the rows whose tiles fill whole waves with the first tile, then the remaining rows
     with the table's "tail" tile, whose many small programs share one short wave over every SM. The split
     comes from a model of both launches in waves, with the tail tile's measured speed (its rate against the
-    first tile's, "speed" in the table, measured against the tile in "against"), and is taken where it predicts
-    less time than one launch."""
+    first tile's, "speed" in the table, measured by `python -m autograder tune tiling` against the tile in
+    "against"), and is taken where it predicts less time than one launch."""
     bucket = "float32" if dtype == torch.float32 else "16-bit"
     tail = CONFIGS.pick(device, "tail", bucket)
     big = matmul_config(device, dtype)[0]
@@ -220,6 +220,30 @@ def pad_config(device: Device) -> tuple[int, int, int]:  # pragma: no cover - GP
 def _tile(block_m: int, block_n: int, block_k: int, num_stages: int, num_warps: int) -> dict:
     return {"block_m": block_m, "block_n": block_n, "block_k": block_k, "group_m": 8, "num_stages": num_stages,
             "num_warps": num_warps}  # fmt: skip
+
+
+def _measure_tail(device: Device, bucket: str, time: Timer) -> dict | None:  # pragma: no cover - run by the tuner (tests/test_tune.py)
+    """This GPU's "tail" entry: the reference GPU's tail tile, with its speed measured here against the first
+    matmul tile this GPU launches (both over a problem of many waves); None where that tile does not fit."""
+    tail = CONFIGS.reference("tail", bucket)
+    size = 4 if bucket == "float32" else 2
+    if tail is None or (not device.interpreter and _smem_bytes(tail, size) > device.smem_per_block):
+        return None
+    dtype = torch.float32 if bucket == "float32" else torch.bfloat16 if device.bf16_tensor_cores else torch.float16
+    m, k, n = 8192, 4096, 8192
+    if device.interpreter:  # `tune --smoke`: only the path is checked, on a small float32 product
+        dtype, (m, k, n) = torch.float32, (96, 64, 96)
+    first = matmul_config(device, dtype)[0]
+    where = "cpu" if device.interpreter else "cuda"
+    a, b = torch.randn(m, k, device=where, dtype=dtype), torch.randn(k, n, device=where, dtype=dtype)
+    c = torch.empty(m, n, device=where, dtype=dtype)
+    ms = time({"first": lambda: _launch_tile(a, b, c, first), "tail": lambda: _launch_tile(a, b, c, tail)})
+    return {**{key: tail[key] for key in _TILE_KEYS}, "speed": round(ms["first"] / ms["tail"], 3),
+            "against": [first[key] for key in _TILE_KEYS]}  # fmt: skip
+
+
+# Measured, not chosen: the tail tile's speed, against the first tile the same run chose.
+MEASUREMENTS = [Measurement("tail", ("16-bit",), _measure_tail)]
 
 
 # What `python -m autograder tune tiling` tries: single tiles around the H200's, timed on a large and a
