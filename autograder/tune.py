@@ -185,7 +185,8 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
         jobs = [(space, bucket, calls, space.candidates) for space in module.SEARCH_SPACE
                 for bucket, calls in space.buckets.items()]  # fmt: skip
     if kernels is not None:
-        known = {space.kernel for space in module.SEARCH_SPACE} | {m.kernel for m in getattr(module, "MEASUREMENTS", [])}
+        known = {space.kernel for space in module.SEARCH_SPACE}
+        known |= {m.kernel for m in getattr(module, "MEASUREMENTS", [])}
         if not kernels <= known:
             raise RuntimeError(f"{slug} declares no search space for {sorted(kernels - known)}: its kernels are {sorted(known)}.")
         jobs = [job for job in jobs if job[0].kernel in kernels]
@@ -235,7 +236,8 @@ def _measure(module: ModuleType, entry: dict, dev: Device, device: torch.device,
                 continue
             for bucket in m.buckets:
                 value = m.measure(dev, bucket, time)
-                log(f"{m.kernel} [{bucket}]: " + ("not on this GPU" if value is None else f"measured: {describe(value)}"))
+                said = "not on this GPU" if value is None else f"measured: {describe(value)}"
+                log(f"{m.kernel} [{bucket}]: {said}")
                 if value is not None:
                     found.append((m.kernel, bucket, value))
     finally:

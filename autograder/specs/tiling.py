@@ -143,7 +143,7 @@ CPU_CASES = [
     {"shape": [129, 33, 1]},
     {"shape": [70, 200, 130]},
     {"shape": [37, 333, 29], "dist": "cancel"},
-    {"shape": [90, 77, 70]},  # 3 x 3 tiles on the interpreter's 4 SMs: two whole waves, then the tail launch
+    {"shape": [90, 77, 70]},  # 3 x 3 tiles on the interpreter's 4 "SMs": one tile row, then 58 rows of tail tiles
 ]
 # GPU shapes: Llama-sized layers (4096 hidden, 14336 MLP, 2048 tokens), one-token decode, the 1793 cube
 # (rows not 16-byte aligned), small shapes that are multiples of nothing, and one whose last wave of 128 x 256

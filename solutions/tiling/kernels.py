@@ -175,7 +175,8 @@ def _rounds(device: Device, tiles: int, cfg: dict, element_size: int, alone: flo
     return cdiv(tiles, device.sms * per_sm) * per_sm * alone
 
 
-_TILE_KEYS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")  # a tail's "against": the first tile's
+# A tail entry's "against": the first tile its speed was measured against, as these settings.
+_TILE_KEYS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")
 
 
 @CONFIGS.cached
@@ -222,7 +223,7 @@ def _tile(block_m: int, block_n: int, block_k: int, num_stages: int, num_warps: 
             "num_warps": num_warps}  # fmt: skip
 
 
-def _measure_tail(device: Device, bucket: str, time: Timer) -> dict | None:  # pragma: no cover - run by the tuner (tests/test_tune.py)
+def _measure_tail(device: Device, bucket: str, time: Timer) -> dict | None:  # pragma: no cover - run by the tuner
     """This GPU's "tail" entry: the reference GPU's tail tile, with its speed measured here against the first
     matmul tile this GPU launches (both over a problem of many waves); None where that tile does not fit."""
     tail = CONFIGS.reference("tail", bucket)
