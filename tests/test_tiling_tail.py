@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from course.device import INTERPRETER, KNOWN_GPUS, Device
-from course.launch import cdiv
 from course.loader import load_kernels
 
 TK = load_kernels("tiling", "solutions")
@@ -46,30 +45,20 @@ def test_float32_launches_once_on_a_gpu_whose_table_has_no_float32_tail() -> Non
     assert TK.tail_split(H200, torch.float32, 3072, 3072) == (3072, None)
 
 
-def _model_time(device: Device, dtype: torch.dtype, m: int, n: int, rows: int, tail: dict | None) -> float:
-    big = TK.matmul_config(device, dtype)[0]
-    size = torch.empty((), dtype=dtype).element_size()
-    first = TK._rounds(device, cdiv(rows, big["block_m"]) * cdiv(n, big["block_n"]), big, size, 1.0)
-    if tail is None:
-        return first
-    alone = tail["block_m"] * tail["block_n"] / (big["block_m"] * big["block_n"]) / tail["speed"]
-    return first + TK._rounds(device, cdiv(m - rows, tail["block_m"]) * cdiv(n, tail["block_n"]), tail, size, alone)
-
-
 @pytest.mark.parametrize("device", [H200, H100, INTERPRETER], ids=["H200", "H100", "interpreter"])
 @pytest.mark.parametrize(("m", "n"), [(1, 4096), (127, 129), (1000, 777), (2303, 2305), (3072, 1024), (8191, 8193)])
 def test_a_split_is_chosen_only_where_the_model_predicts_it_faster(device: Device, m: int, n: int) -> None:
     dtype = torch.float32 if device.interpreter else torch.bfloat16
     rows, tail = TK.tail_split(device, dtype, m, n)
-    one = _model_time(device, dtype, m, n, m, None)
+    one = TK._split_time(device, dtype, m, n, m, None)
     if tail is None:
         assert rows == m
-        every = [_model_time(device, dtype, m, n, r, TK.CONFIGS.pick(device, "tail", "16-bit" if dtype != torch.float32 else "float32"))
+        every = [TK._split_time(device, dtype, m, n, r, TK.CONFIGS.pick(device, "tail", "16-bit" if dtype != torch.float32 else "float32"))
                  for r in range(0, m, TK.matmul_config(device, dtype)[0]["block_m"])]  # fmt: skip
         assert min(every) >= one
     else:
         assert 0 <= rows < m
-        assert _model_time(device, dtype, m, n, rows, tail) < one
+        assert TK._split_time(device, dtype, m, n, rows, tail) < one
 
 
 def test_the_cpu_tier_takes_every_path_of_the_launcher() -> None:

@@ -163,18 +163,25 @@ def tail_split(device: Device, dtype: torch.dtype, m: int, n: int) -> tuple[int,
         # No tail tile here (float32 on a GPU; one that does not fit), or its speed was measured against another
         # first tile (a GPU tuned to its own): the model would have no speed to go on. One launch.
         return m, None
-    size = 4 if dtype == torch.float32 else 2
-    row_tiles, col_tiles = cdiv(m, big["block_m"]), cdiv(n, big["block_n"])
-    # A tail program's work over a first-tile program's, at the tail tile's measured rate.
-    alone = tail["block_m"] * tail["block_n"] / (big["block_m"] * big["block_n"]) / tail["speed"]
-    one = _rounds(device, row_tiles * col_tiles, big, size, 1.0)
-    best_rows, best = m, one
-    for r in range(row_tiles - 1, -1, -1):  # r tile rows with the first tile; ties keep the larger r
-        rest = cdiv(m - r * big["block_m"], tail["block_m"]) * cdiv(n, tail["block_n"])
-        cost = _rounds(device, r * col_tiles, big, size, 1.0) + _rounds(device, rest, tail, size, alone)
+    best_rows, best = m, _split_time(device, dtype, m, n, m, None)
+    for r in range(cdiv(m, big["block_m"]) - 1, -1, -1):  # r tile rows with the first tile; ties keep the larger r
+        cost = _split_time(device, dtype, m, n, r * big["block_m"], tail)
         if cost < best:
             best_rows, best = r * big["block_m"], cost
     return (m, None) if best_rows == m else (best_rows, tail)
+
+
+def _split_time(device: Device, dtype: torch.dtype, m: int, n: int, rows: int, tail: dict | None) -> float:
+    """The model's time, in units of one first-table tile alone on an SM, for the first `rows` rows launched with
+    the table's first tile and the rest with `tail` (None: every row with the first tile, one launch)."""
+    size = 4 if dtype == torch.float32 else 2
+    big = matmul_config(device, dtype)[0]
+    first = _rounds(device, cdiv(rows, big["block_m"]) * cdiv(n, big["block_n"]), big, size, 1.0)
+    if tail is None:
+        return first
+    # A tail program's work over a first-tile program's, at the tail tile's measured rate.
+    alone = tail["block_m"] * tail["block_n"] / (big["block_m"] * big["block_n"]) / tail["speed"]
+    return first + _rounds(device, cdiv(m - rows, tail["block_m"]) * cdiv(n, tail["block_n"]), tail, size, alone)
 
 
 def pad_config(device: Device) -> tuple[int, int, int]:  # pragma: no cover - GPU only: padding
