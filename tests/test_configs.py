@@ -90,7 +90,7 @@ PINNED = [  # (slug, config function, arguments after the device, H200's pick, H
     ("rmsnorm", "backward_config", (16384, 8192), (132, 8192, 16), (132, 8192, 16), (4, 8192, 16)),
     ("fusion", "softmax_config", (16384, 1024), (2, 1024, 4, False), (4, 1024, 8, False), (2, 1024, 4, False)),
     ("fusion", "softmax_config", (7, 32000), (1, 32768, 16, True), (1, 32768, 16, True), (1, 32768, 16, True)),
-    ("fusion", "softmax_config", (4, 128256), (1, 4096, 16, False), (1, 8192, 16, False), (1, 4096, 16, False)),
+    ("fusion", "softmax_config", (4, 128256), (1, 8192, 4, False), (1, 8192, 4, False), (1, 4096, 4, False)),
     ("fusion", "gelu_config", (1048576,), (2048, 4), (2048, 8), (2048, 4)),
     ("coalescing", "transpose_config", (8192, 8192, 2), (128, 128, 8), (128, 128, 8), (128, 128, 8)),
     ("coalescing", "transpose_config", (1000, 1000, 2), (64, 64, 8), (128, 128, 8), (64, 64, 4)),

@@ -76,20 +76,26 @@ def _word_of(lo, hi):  # pragma: no cover - the softmax's PAIRS path
 def _softmax_kernel(
     x_ptr,  # (M, N) input, rows contiguous
     y_ptr,  # (M, N) output, same dtype as x
+    part_ptr,  # (M, cdiv(N, BLOCK_N), 2) float32, rows longer than a tile only: each chunk's (max, sum of exp)
+    count_ptr,  # (M + 1,) int32, zeros, rows longer than a tile only: chunks counted in per row, then a ticket counter
     n_rows,
     n_cols,
     stride_x,  # elements between consecutive rows of x
     stride_y,  # elements between consecutive rows of y
-    BLOCK_M: tl.constexpr,  # rows per program
+    BLOCK_M: tl.constexpr,  # rows per program (1 for rows longer than a tile)
     BLOCK_N: tl.constexpr,  # columns per tile (a power of two)
     SINGLE_TILE: tl.constexpr,  # BLOCK_N >= n_cols: the whole row fits in one tile
     PAIRS: tl.constexpr,  # SINGLE_TILE, bfloat16 x, n_cols and strides even: the row may be read as 32-bit words
+    CHUNKS: tl.constexpr,  # not SINGLE_TILE: a power of two >= cdiv(n_cols, BLOCK_N), the chunks of one row
+    WAIT: tl.constexpr,  # not SINGLE_TILE: the programs of a row may wait for each other (a GPU, not the interpreter)
 ):
-    """Each program computes the softmax of BLOCK_M rows; all arithmetic is float32, rounded once on the store."""
+    """Each program computes the softmax of BLOCK_M rows, or of one BLOCK_N-column chunk of a longer row; all
+    arithmetic is float32, rounded once on the store."""
     ### BEGIN SOLUTION fusion.softmax
     #> One program owns BLOCK_M rows (mask rows past n_rows and columns past n_cols); subtract the row's
-    #> max before exp. When SINGLE_TILE is false a row spans several tiles of BLOCK_N. PAIRS is a speed-up
-    #> you may ignore (the result is the same): README.md, "Two values to a register".
+    #> max before exp. SINGLE_TILE false: a row is split into chunks of BLOCK_N, one program each, which
+    #> exchange (max, sum) through part_ptr and count_ptr (README.md, "Rows longer than a tile"). PAIRS and
+    #> WAIT are speed-ups you may ignore (the result is the same; README.md says what they allow).
     #> More, one step at a time: python -m autograder hint fusion.softmax
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = rows < n_rows
@@ -128,28 +134,53 @@ def _softmax_kernel(
         y = e * (1.0 / tl.sum(e, axis=1))[:, None]
         tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        # Pass 1, online: per lane a running max m and a sum s of exp(x - m), rescaled when m grows.
-        # A lane may see only -inf for whole tiles (masked logits, as in attention, or lanes past the end):
-        # its m stays -inf and its s 0, and exp(-inf - -inf) would be NaN, so those lanes subtract 0 instead.
-        m = tl.full([BLOCK_M, BLOCK_N], -float("inf"), dtype=tl.float32)
-        s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for start in range(0, n_cols, BLOCK_N):
-            c = start + cols
-            mask = row_mask[:, None] & (c[None, :] < n_cols)
-            x = tl.load(x_rows + c[None, :], mask=mask, other=-float("inf")).to(tl.float32)
-            m_new = tl.maximum(m, x)
-            m_sub = tl.where(m_new == -float("inf"), 0.0, m_new)
-            s = s * tl.exp2((m - m_sub) * LOG2E) + tl.exp2((x - m_sub) * LOG2E)
-            m = m_new
-        row_max = tl.max(m, axis=1)
-        inv_sum = 1.0 / tl.sum(s * tl.exp2((m - row_max[:, None]) * LOG2E), axis=1)
-        # Pass 2: read the row again (mostly from L2) and write y.
-        for start in range(0, n_cols, BLOCK_N):
-            c = start + cols
-            mask = row_mask[:, None] & (c[None, :] < n_cols)
-            x = tl.load(x_rows + c[None, :], mask=mask, other=-float("inf")).to(tl.float32)
-            y = tl.exp2((x - row_max[:, None]) * LOG2E) * inv_sum[:, None]
-            tl.store(y_rows + c[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+        # The row is longer than one program holds, so it is split: program (row, chunk) holds columns
+        # chunk * BLOCK_N .. + BLOCK_N in registers, publishes the chunk's max m_c and sum s_c of exp(x - m_c),
+        # and counts itself in. Once every chunk of the row is in, the pairs merge as in the online softmax
+        # (m = max m_c, s = sum s_c exp(m_c - m)) and the chunk is written from registers: x read once.
+        n_chunks = tl.cdiv(n_cols, BLOCK_N)
+        if WAIT:  # pragma: no cover - GPU only: the interpreter runs the form below, where nobody waits
+            # Work is handed out by a ticket taken as the program starts, not by program_id: a program then
+            # waits only for chunks whose tickets were taken before its own (started already) or after (by
+            # programs that start later, which they can: the launcher keeps a row's chunks within the SM count).
+            pid = tl.atomic_add(count_ptr + n_rows, 1, sem="relaxed")
+        else:
+            pid = tl.program_id(0)
+        row = pid // n_chunks
+        c = (pid - row * n_chunks) * BLOCK_N + cols
+        mask = c < n_cols
+        x_row = x_ptr + row.to(tl.int64) * stride_x
+        y_row = y_ptr + row.to(tl.int64) * stride_y
+        x = tl.load(x_row + c, mask=mask, other=-float("inf")).to(tl.float32)  # (BLOCK_N,)
+        m_c = tl.max(x, axis=0)
+        m_sub = tl.where(m_c == -float("inf"), 0.0, m_c)  # a chunk of only -inf sums to 0, not NaN
+        s_c = tl.sum(tl.exp2((x - m_sub) * LOG2E), axis=0)
+        tl.store(part_ptr + pid.to(tl.int64) * 2, m_c)  # part[row, chunk] = (m_c, s_c)
+        tl.store(part_ptr + pid.to(tl.int64) * 2 + 1, s_c)
+        tl.debug_barrier()  # every thread's stores before the count that announces them
+        arrived = tl.atomic_add(count_ptr + row, 1, sem="acq_rel") + 1
+        if WAIT:  # pragma: no cover - GPU only
+            while arrived < n_chunks:
+                arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+        # The interpreter runs programs one after another, where a wait would never end: there the last
+        # program of a row to count itself in writes the whole row, reading x again.
+        if arrived == n_chunks:
+            k = tl.arange(0, CHUNKS)
+            parts = part_ptr + (row.to(tl.int64) * n_chunks + k) * 2
+            m_k = tl.load(parts, mask=k < n_chunks, other=-float("inf"), volatile=True)  # (CHUNKS,)
+            s_k = tl.load(parts + 1, mask=k < n_chunks, other=0.0, volatile=True)
+            row_max = tl.max(m_k, axis=0)
+            inv_sum = 1.0 / tl.sum(s_k * tl.exp2((m_k - row_max) * LOG2E), axis=0)
+            if WAIT:  # pragma: no cover - GPU only
+                y = tl.exp2((x - row_max) * LOG2E) * inv_sum
+                tl.store(y_row + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+            else:
+                for start in range(0, n_cols, BLOCK_N):
+                    c = start + cols
+                    mask = c < n_cols
+                    x = tl.load(x_row + c, mask=mask, other=-float("inf")).to(tl.float32)
+                    y = tl.exp2((x - row_max) * LOG2E) * inv_sum
+                    tl.store(y_row + c, y.to(y_ptr.dtype.element_ty), mask=mask)
     ### END SOLUTION
 
 
@@ -158,14 +189,15 @@ def _softmax_kernel(
 # --------------------------------------------------------------------------------------------------
 
 
-# A softmax row this long or shorter is held in registers whole (one read of x); longer rows are walked
-# in tiles of the table's "tile", twice (an online max-and-sum pass, then a pass that writes y).
+# A softmax row this long or shorter is held in registers whole by one program; longer rows are split into
+# chunks of the table's "tile", one program each, held in registers too (results/<gpu>/softmax_split.md).
 MAX_FUSED_COLS = 32768
 
 # solutions/fusion/configs.json, per GPU: "gelu" (one bucket: the call is elementwise) and "softmax" by
 # row length (short rows packed `elements` to a program). The H200 entry came from the sweeps in
 # results/h200/fusion_tune.json (4 warps and 1024 to 4096 elements per GeLU program all reached 97-98% of
-# copy bandwidth; softmax tiles of 4096 with 16 warps were the best of 4096..16384 x 8, 16 warps).
+# copy bandwidth); long rows' chunks from results/<gpu>/softmax_split_probe.json (8192 columns and 4 warps a
+# program: the fastest or within 2% of it at 1024 x 128256 on both GPUs).
 CONFIGS = ConfigTable.beside(__file__, "fusion")
 SOFTMAX_BUCKETS = (1024, 2048, 4096, 8192, 16384, MAX_FUSED_COLS)
 
@@ -209,8 +241,8 @@ SEARCH_SPACE = [
     _rows_of(8192, [8, 16, 32]),
     _rows_of(16384, [8, 16, 32]),
     _rows_of(MAX_FUSED_COLS, [16, 32], pairs=(False, True)),
-    SearchSpace("softmax", "fusion.softmax", {f"cols>{MAX_FUSED_COLS}": _bf16([512, 128256])},
-                grid(tile=[2048, 4096, 8192], num_warps=[8, 16])),
+    SearchSpace("softmax", "fusion.softmax", {f"cols>{MAX_FUSED_COLS}": _bf16([1024, 128256])},
+                grid(tile=[4096, 8192], num_warps=[2, 4, 8]) + grid(tile=[16384], num_warps=[4, 8])),
 ]  # fmt: skip
 
 
@@ -230,6 +262,15 @@ def gelu_forward(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
+def chunks_may_wait(device: Device, n_chunks: int) -> bool:
+    """Whether the n_chunks programs of one split row may wait for each other (the kernel's WAIT).
+
+    A program that waits holds its SM until the rest of its row has started. All the chunks of a row can run at
+    once when there are no more of them than SMs (an SM holds at least one program), so every wait ends. Longer
+    rows take the form in which nobody waits, and so does the interpreter, which runs programs one at a time."""
+    return not device.interpreter and n_chunks <= device.sms
+
+
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     """Launch the softmax kernel on x viewed as (M, N); returns a new tensor shaped like x."""
     n_cols = x.shape[-1]
@@ -239,14 +280,25 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     x2 = x.view(-1, n_cols)  # (M, N)
     y2 = y.view(-1, n_cols)
     n_rows = x2.shape[0]
-    block_m, block_n, num_warps, pairs = softmax_config(device_of(x), n_rows, n_cols)
-    single_tile = block_n >= n_cols
-    # Words of two bfloat16 (a float16 would need conversions to widen, which cost more than the words save:
-    # 0.94x on the H100, results/h100/softmax_pairs.md): the row's length even, its start 4-byte aligned.
-    pairs = pairs and single_tile and x.dtype == torch.bfloat16 and n_cols % 2 == 0 and x2.data_ptr() % 4 == 0
-    launch(_softmax_kernel, (cdiv(n_rows, block_m),),
-        x2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0),
-        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=single_tile, PAIRS=pairs, num_warps=num_warps,
+    device = device_of(x)
+    block_m, block_n, num_warps, pairs = softmax_config(device, n_rows, n_cols)
+    if block_n >= n_cols:
+        # Words of two bfloat16 (a float16 would need conversions to widen, which cost more than the words save:
+        # 0.94x on the H100, results/h100/softmax_pairs.md): the row's length even, its start 4-byte aligned.
+        pairs = pairs and x.dtype == torch.bfloat16 and n_cols % 2 == 0 and x2.data_ptr() % 4 == 0
+        launch(_softmax_kernel, (cdiv(n_rows, block_m),),
+            x2, y2, y2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0),  # part_ptr and count_ptr are not read
+            BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=True, PAIRS=pairs, CHUNKS=1, WAIT=False,
+            num_warps=num_warps,
+        )  # fmt: skip
+        return y
+    n_chunks = cdiv(n_cols, block_n)
+    part = torch.empty((n_rows, n_chunks, 2), dtype=torch.float32, device=x.device)
+    count = torch.zeros((n_rows + 1,), dtype=torch.int32, device=x.device)
+    launch(_softmax_kernel, (n_rows * n_chunks,),
+        x2, y2, part, count, n_rows, n_cols, x2.stride(0), y2.stride(0),
+        BLOCK_M=1, BLOCK_N=block_n, SINGLE_TILE=False, PAIRS=False, CHUNKS=next_power_of_2(n_chunks),
+        WAIT=chunks_may_wait(device, n_chunks), num_warps=num_warps,
     )  # fmt: skip
     return y
 
