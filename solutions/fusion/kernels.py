@@ -154,7 +154,8 @@ def _softmax_kernel(
         x = tl.load(x_row + c, mask=mask, other=-float("inf")).to(tl.float32)  # (BLOCK_N,)
         m_c = tl.max(x, axis=0)
         m_sub = tl.where(m_c == -float("inf"), 0.0, m_c)  # a chunk of only -inf sums to 0, not NaN
-        s_c = tl.sum(tl.exp2((x - m_sub) * LOG2E), axis=0)
+        e = tl.exp2((x - m_sub) * LOG2E)  # exp(x - m_c), kept in place of x: one exponential per element
+        s_c = tl.sum(e, axis=0)
         tl.store(part_ptr + pid.to(tl.int64) * 2, m_c)  # part[row, chunk] = (m_c, s_c)
         tl.store(part_ptr + pid.to(tl.int64) * 2 + 1, s_c)
         tl.debug_barrier()  # every thread's stores before the count that announces them
@@ -172,7 +173,9 @@ def _softmax_kernel(
             row_max = tl.max(m_k, axis=0)
             inv_sum = 1.0 / tl.sum(s_k * tl.exp2((m_k - row_max) * LOG2E), axis=0)
             if WAIT:  # pragma: no cover - GPU only
-                y = tl.exp2((x - row_max) * LOG2E) * inv_sum
+                # exp(x - row_max) / sum = exp(x - m_c) * (exp(m_c - row_max) / sum): one factor for the chunk.
+                # (m_c, not m_sub: a chunk of only -inf gets the factor 0, its e is 0, and 0 * 0 is no NaN.)
+                y = e * (tl.exp2((m_c - row_max) * LOG2E) * inv_sum)
                 tl.store(y_row + c, y.to(y_ptr.dtype.element_ty), mask=mask)
             else:
                 for start in range(0, n_cols, BLOCK_N):
