@@ -1,0 +1,168 @@
+"""Issue 22's table, filled from the committed measurements of both GPUs (no GPU needed).
+
+Reads the bench JSON files under results/<gpu>/ named in SOURCES and writes results/issue22.md: each target of the
+issue, the measured value on the H100 and the H200, whether it is met, and the file each number comes from.
+`python results/provenance/issue22_table.py` (from the repository root).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GPUS = {"h100": "H100", "h200": "H200"}
+
+
+def rows(gpu: str, rel: str) -> tuple[list[dict], dict]:
+    path = ROOT / "results" / gpu / rel
+    if not path.exists():
+        return [], {}
+    d = json.loads(path.read_text())
+    return d["rows"], d["meta"]
+
+
+def pick(rs: list[dict], impl: str, shape: str, pass_: str | None = None, dtype: str | None = None) -> dict | None:
+    for r in rs:
+        if (r.get("impl") == impl and "x".join(map(str, r["shape"])) == shape and (pass_ is None or r["pass"] == pass_)
+                and (dtype is None or r["dtype"] == dtype)):
+            return r
+    return None
+
+
+def ratio(rs: list[dict], anchor: str, shape: str, pass_: str | None = None, dtype: str | None = None) -> float | None:
+    s, a = pick(rs, "solution", shape, pass_, dtype), pick(rs, anchor, shape, pass_, dtype)
+    return a["ms"] / s["ms"] if s and a else None
+
+
+def fmt(v: float | None, kind: str) -> str:
+    if v is None:
+        return "not measured"
+    return f"{v:.0f}%" if kind == "pct" else f"{v:.2f}x"
+
+
+def main() -> None:
+    lines = ["# Issue 22's table, both GPUs", "",
+             "Every number below is read from a committed bench file (`python results/provenance/issue22_table.py` "
+             "writes this page; the files and their dates are in the last column). Ratios above 1 mean the solution "
+             "is faster. bf16 unless named; W4A16 in fp16.", "",
+             "| kernel | measure | H100 | H200 | target | met | source |", "|---|---|---:|---:|---|---|---|"]
+
+    def row(kernel: str, measure: str, values: dict[str, float | None], kind: str, target: str, ok, source: str) -> None:
+        shown = {g: fmt(values.get(g), kind) for g in GPUS}
+        measured = [v for v in values.values() if v is not None]
+        met = "yes" if measured and all(ok(v) for v in measured) else ("no" if measured else "-")
+        lines.append(f"| {kernel} | {measure} | {shown['h100']} | {shown['h200']} | {target} | {met} | {source} |")
+
+    # W4A16 (results/<gpu>/bench_quick/quant_matmul.json: GemLite installed, one run per GPU).
+    qm = {g: rows(g, "bench_quick/quant_matmul.json")[0] for g in GPUS}
+    for shape in ("1x4096x14336", "1x14336x4096", "1x4096x4096"):
+        vals = {g: (pick(qm[g], "solution", shape, "w4a16") or {}).get("pct_copy") for g in GPUS}
+        row("W4A16", f"{shape}, % of copy", vals, "pct", ">= 75%", lambda v: v >= 75, "bench_quick/quant_matmul.json")
+    for shape in ("16x4096x14336", "16x14336x4096", "16x4096x4096"):
+        vals = {g: ratio(qm[g], "cuBLAS fp16", shape, "w4a16") for g in GPUS}
+        row("W4A16", f"{shape}, vs cuBLAS fp16", vals, "x", ">= 2.5x", lambda v: v >= 2.5, "bench_quick/quant_matmul.json")
+    for m in (1, 16, 64):
+        for n_k in ("4096x14336", "4096x4096"):
+            shape = f"{m}x{n_k}"
+            vals = {g: ratio(qm[g], "GemLite", shape, "w4a16") for g in GPUS}
+            row("W4A16", f"{shape}, vs GemLite 0.6", vals, "x", ">= 1.0x", lambda v: v >= 1.0,
+                "bench_quick/quant_matmul.json")
+
+    # Flash attention forward against SDPA's cuDNN backend: the H200's full sweep, both GPUs' quick bench.
+    fa_full = {g: rows(g, "flash_attention.json")[0] for g in GPUS}
+    fa_quick = {g: rows(g, "bench_quick/flash_attention.json")[0] for g in GPUS}
+
+    def fa(g: str, shape: str, pass_: str, anchor: str = "SDPA cuDNN") -> tuple[float | None, str]:
+        v = ratio(fa_full[g], anchor, shape, pass_)
+        if v is not None:
+            return v, "flash_attention.json"
+        return ratio(fa_quick[g], anchor, shape, pass_), "bench_quick/flash_attention.json"
+
+    for pass_ in ("forward", "forward causal"):
+        for s in (512, 1024, 4096, 8192, 16384):
+            shape = f"4x32x{s}x128"
+            got = {g: fa(g, shape, pass_) for g in GPUS}
+            target, ok = (">= 0.9x", lambda v: v >= 0.9) if s <= 1024 else (">= 1.0x", lambda v: v >= 1.0)
+            srcs = sorted({f"{GPUS[g]}: {src}" for g, (v, src) in got.items() if v is not None})
+            row("flash attention", f"{pass_} {shape}, vs cuDNN", {g: v for g, (v, _) in got.items()}, "x", target, ok,
+                "; ".join(srcs) or "-")
+
+    # Decode: share of copy bandwidth for K and V, and against SDPA.
+    for sk in (1024, 4096, 16384, 65536):
+        got = {}
+        for g in GPUS:
+            r = pick(fa_full[g], "solution", "8x32x1x128", f"decode Sk={sk}")
+            src = "flash_attention.json"
+            if r is None:
+                r, src = pick(fa_quick[g], "solution", "8x32x1x128", f"decode Sk={sk}"), "bench_quick/flash_attention.json"
+            got[g] = ((r or {}).get("pct_copy"), src)
+        srcs = sorted({f"{GPUS[g]}: {src}" for g, (v, src) in got.items() if v is not None})
+        if sk >= 4096:
+            row("decode attention", f"8x32/8 heads, {sk} keys, % of copy", {g: v for g, (v, _) in got.items()}, "pct",
+                ">= 85%", lambda v: v >= 85, "; ".join(srcs))
+        if sk <= 4096:
+            vals = {}
+            for g in GPUS:
+                v = ratio(fa_full[g], "SDPA (enable_gqa)", "8x32x1x128", f"decode Sk={sk}")
+                vals[g] = v if v is not None else ratio(fa_quick[g], "SDPA (enable_gqa)", "8x32x1x128", f"decode Sk={sk}")
+            row("decode attention", f"8x32/8 heads, {sk} keys, vs SDPA", vals, "x", ">= 1.25x", lambda v: v >= 1.25,
+                "; ".join(srcs))
+
+    # Softmax: the one-tile size from the fusion bench, the vocabulary rows from the split's A/B (do_bench).
+    fu = {g: rows(g, "fusion.json")[0] for g in GPUS}
+    vals = {g: (pick(fu[g], "solution", "4096x32000", "softmax") or {}).get("pct_copy") for g in GPUS}
+    row("softmax", "4096x32000, % of copy", vals, "pct", ">= 90%", lambda v: v >= 90, "fusion.json")
+    ke = {g: rows(g, "softmax_keep_e.json")[0] for g in GPUS}
+    for shape in ("1024x128256", "4096x128256"):
+        vals = {}
+        for g in GPUS:
+            r = next((r for r in ke[g] if r["what"] == "solution" and "x".join(map(str, r["shape"])) == shape
+                      and r["dtype"] == "bfloat16"), None)  # fmt: skip
+            vals[g] = r["pct_copy"] if r else None
+        row("softmax", f"{shape}, % of copy", vals, "pct", ">= 90%", lambda v: v >= 90, "softmax_keep_e.json")
+
+    # Matmul against cuBLAS (results/<gpu>/tiling.json).
+    ti = {g: rows(g, "tiling.json")[0] for g in GPUS}
+    for dtype in ("bfloat16", "float16"):
+        for s in (4096, 8192):
+            shape = f"{s}x{s}x{s}"
+            vals = {g: ratio(ti[g], "cuBLAS", shape, "forward", dtype) for g in GPUS}
+            row("matmul", f"{shape} {dtype}, vs cuBLAS", vals, "x", ">= 1.0x", lambda v: v >= 1.0, "tiling.json")
+        worst = {}
+        for g in GPUS:
+            shapes = sorted({"x".join(map(str, r["shape"])) for r in ti[g] if r["dtype"] == dtype})
+            pairs = [(ratio(ti[g], "cuBLAS", sh, "forward", dtype), sh) for sh in shapes]
+            pairs = [p for p in pairs if p[0] is not None]
+            worst[g] = min(pairs) if pairs else (None, "")
+        vals = {g: v for g, (v, _) in worst.items()}
+        where = "; ".join(f"{GPUS[g]} at {sh}" for g, (v, sh) in worst.items() if v is not None)
+        row("matmul", f"lowest over the sweep, {dtype} ({where})", vals, "x", ">= 0.9x", lambda v: v >= 0.9,
+            "tiling.json")
+
+    dates = []
+    for g in GPUS:
+        for rel in ("bench_quick/quant_matmul.json", "flash_attention.json", "bench_quick/flash_attention.json",
+                    "fusion.json", "softmax_keep_e.json", "tiling.json"):
+            _, meta = rows(g, rel)
+            if meta:
+                dates.append(f"results/{g}/{rel}: {meta.get('gpu')}, {meta.get('date')}, torch {meta.get('torch')}, "
+                             f"triton {meta.get('triton')}")
+    lines += ["", "Sources (all under `results/<gpu>/`):", ""] + [f"- {d}" for d in dates]
+    lines += ["", "Notes:", "",
+              "- GemLite was measured at M = 1, 16 and 64 (the quick bench's sizes), not at every M of 1..64. In "
+              "another run on the H100 (`results/h100/speed_candidates/bench_variants.md`) GemLite 0.6's M=1 output "
+              "was outside the course's tolerance on 2% of its elements against the float64 reference, so its "
+              "M=1 time is not a like-for-like anchor.",
+              "- The H100 has no full flash attention sweep committed: 512, 8192 and 16384 tokens and 1024 decode keys "
+              "were measured on the H200 only.",
+              "- Softmax at 1024x128256 is the split solution's A/B (do_bench, three interleaved rounds); the fusion "
+              "bench (median of 30 calls) gives 75% on the H200 for the same kernel."]
+    lines += ["", "Where a target is missed, the lecture of the module says by how much and why, measured: 02 "
+              "(softmax, \"Rows split over programs\"), 04 (matmul, section 6), 08 (flash attention and decode), 09 "
+              "(W4A16); the Nsight Compute readings are in `results/<gpu>/ncu_issue22/`."]
+    (ROOT / "results" / "issue22.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
