@@ -6,7 +6,8 @@ unwrapping of its arguments), which is a good part of a decode-sized launch when
 handful of times. These give the same answers for the non-negative ints a launcher passes.
 
 `launch(kernel, grid, *args, **meta)` is `kernel[grid](*args, **meta)` that, once Triton has compiled the kernel
-for a key, calls the compiled kernel directly (below).
+for a key, calls the compiled kernel directly (below). `LaunchPlan` is the same launch with everything but the
+tensors fixed once per signature, for a launcher called many times with one signature (a decode step's).
 """
 
 from __future__ import annotations
@@ -142,6 +143,62 @@ def launch(kernel: Any, grid: tuple[int, ...] | Callable[..., tuple[int, ...]], 
     n = len(grid)
     bound.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, _GPU["stream"](device), bound.function,
               bound.metadata, None, None, None, *args, *bound.tail)
+
+
+class LaunchPlan:
+    """One launch that a launcher works out once per signature (shapes, strides, dtypes, settings): the kernel,
+    its grid, its scalar arguments and its constexprs and options are the plan's, and a call passes only the
+    tensors, which come first among the kernel's parameters.
+
+    A call's key is the tensors' part of `launch`'s (each one's dtype and 16-byte alignment) and the current
+    GPU: the ints, constexprs and options that `launch` adds to its key on every call are fixed for the plan's
+    life. The first call of a key goes through Triton, later ones call the compiled kernel directly, and every
+    call goes through Triton where `launch` would (direct launches off, the interpreter, a launch hook).
+
+        plan = LaunchPlan(_kernel, grid, (m, n, stride), {"BLOCK": 128, "num_warps": 4})  # once per signature
+        plan(x, y, out)  # every call
+    """
+
+    __slots__ = ("kernel", "grid", "scalars", "meta", "_known")
+
+    def __init__(self, kernel: Any, grid: tuple[int, ...], scalars: tuple, meta: dict[str, Any]) -> None:
+        self.kernel, self.grid, self.scalars, self.meta = kernel, tuple(grid), tuple(scalars), dict(meta)
+        self._known: dict[tuple, _Bound] = {}
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        kernel, grid = self.kernel, self.grid
+        if not _DIRECT["on"] or _PLAIN.get(id(kernel)) is kernel:
+            kernel[grid](*tensors, *self.scalars, **self.meta)
+            return
+        gpu = _GPU.get("device")
+        device = gpu() if gpu is not None else None
+        key = [device]
+        add = key.append
+        for t in tensors:
+            add(t.dtype)
+            add(t.data_ptr() & 15 == 0)
+        key = tuple(key)
+        bound = self._known.get(key)
+        if bound is None:
+            self._first(key, tensors)
+            return
+        if _GPU["hooked"]():
+            kernel[grid](*tensors, *self.scalars, **self.meta)
+            return
+        n = len(grid)
+        bound.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, _GPU["stream"](device), bound.function,
+                  bound.metadata, None, None, None, *tensors, *self.scalars, *bound.tail)  # fmt: skip
+
+    def _first(self, key: tuple, tensors: tuple) -> None:
+        args = (*tensors, *self.scalars)
+        compiled = self.kernel[self.grid](*args, **self.meta)
+        bound = _bindable(self.kernel, compiled, args, self.meta)
+        if bound is None:
+            _PLAIN[id(self.kernel)] = self.kernel
+        elif key[0] is not None:  # once the GPU is known (the first direct-capable launch finds it)
+            if len(self._known) >= 64:
+                self._known.clear()
+            self._known[key] = bound
 
 
 def _hooks_set() -> bool:

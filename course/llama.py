@@ -8,7 +8,8 @@ The block (pre-norm, grouped-query attention, SwiGLU feed-forward):
 
 `block_forward` is the whole block; an `Ops` record says which implementation runs each operation:
 `torch_ops()` gives PyTorch's (written the way Hugging Face's Llama is, SDPA attention included), and
-`course_ops(kernels, switched_on)` swaps in the course's kernels one operation at a time. Notebook 10 and
+`course_ops(kernels, switched_on)` swaps in the course's kernels one operation at a time. `fuse_projections`
+gives the same block with q, k, v as one projection and gate, up as another. Notebook 10 and
 `scripts/llama_block_bench.py` use it; so do the tests, in a tiny configuration under the CPU interpreter.
 """
 
@@ -141,6 +142,27 @@ def quantized(weights: BlockWeights, group_size: int) -> BlockWeights:
     return BlockWeights(weights.attn_norm, weights.ffn_norm, linears)
 
 
+# The projections that read the same input, and the one wider projection each group becomes when fused.
+FUSED_PROJECTIONS: dict[str, tuple[str, ...]] = {"wqkv": ("wq", "wk", "wv"), "w_gate_up": ("w_gate", "w_up")}
+
+
+def fuse_projections(weights: BlockWeights) -> BlockWeights:
+    """The same block with q, k and v as one projection (wqkv) and gate and up as another (w_gate_up), their
+    rows stacked: one call reads h once and launches once where there were three and two, as vLLM's
+    QKVParallelLinear and MergedColumnParallelLinear do. Each row of W4A16 codes and scales belongs to its
+    output channel, so the codes stack the same way. The block computes the same numbers either way."""
+
+    def stacked(group: list[Linear], field: str) -> torch.Tensor | None:
+        parts = [getattr(lin, field) for lin in group]
+        return None if any(t is None for t in parts) else torch.cat(parts)  # (sum of N, ...)
+
+    linears = dict(weights.linears)
+    for fused, names in FUSED_PROJECTIONS.items():
+        group = [linears.pop(name) for name in names]
+        linears[fused] = Linear(*(stacked(group, f) for f in ("weight", "w_packed", "scales")))
+    return BlockWeights(weights.attn_norm, weights.ffn_norm, linears)
+
+
 @dataclass
 class Rotary:
     """RoPE tables for positions 0 .. max_positions - 1, in the two layouts the two implementations want."""
@@ -269,7 +291,13 @@ def course_ops(kernels: dict[str, ModuleType], switched_on: Iterable[str], group
 
         chosen["attention"] = course_attention
     if "swiglu" in on:
-        chosen["swiglu"] = kernels["swiglu"].swiglu
+        swiglu = kernels["swiglu"].swiglu
+
+        def course_swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+            # The kernel wants contiguous inputs; the halves of a fused gate-up projection are strided when M > 1.
+            return swiglu(gate.contiguous(), up.contiguous())
+
+        chosen["swiglu"] = course_swiglu
     if "w4a16" in on:
         chosen["linear"] = _w4a16_linear(kernels["quant_matmul"], group_size)
     for switch in on:
@@ -327,9 +355,13 @@ def block_forward(
     x2 = x.reshape(batch * seq, hidden)  # (M, H), M = B * S tokens
 
     h = stage("attn_norm", ops.rmsnorm, x2, weights.attn_norm, cfg.rms_eps)
-    q = stage("q_proj", ops.linear, h, lin["wq"]).view(batch, seq, hq, d).transpose(1, 2)  # (B, Hq, S, D)
-    k = stage("k_proj", ops.linear, h, lin["wk"]).view(batch, seq, hkv, d).transpose(1, 2)  # (B, Hkv, S, D)
-    v = stage("v_proj", ops.linear, h, lin["wv"]).view(batch, seq, hkv, d).transpose(1, 2)
+    if "wqkv" in lin:  # fused (fuse_projections): one projection, its columns split into q, k and v
+        q, k, v = stage("qkv_proj", ops.linear, h, lin["wqkv"]).split([hq * d, hkv * d, hkv * d], dim=1)
+    else:
+        q, k, v = (stage(f"{n}_proj", ops.linear, h, lin[f"w{n}"]) for n in "qkv")
+    q = q.view(batch, seq, hq, d).transpose(1, 2)  # (B, Hq, S, D)
+    k = k.view(batch, seq, hkv, d).transpose(1, 2)  # (B, Hkv, S, D)
+    v = v.view(batch, seq, hkv, d).transpose(1, 2)
     q = stage("rope_q", ops.rope, q, rotary, start)
     k = stage("rope_k", ops.rope, k, rotary, start)
     if cache is not None:
@@ -341,8 +373,11 @@ def block_forward(
     x2 = stage("residual_1", torch.add, x2, stage("o_proj", ops.linear, o, lin["wo"]))
 
     h = stage("ffn_norm", ops.rmsnorm, x2, weights.ffn_norm, cfg.rms_eps)
-    gate = stage("gate_proj", ops.linear, h, lin["w_gate"])  # (M, I)
-    up = stage("up_proj", ops.linear, h, lin["w_up"])
+    if "w_gate_up" in lin:
+        gate, up = stage("gate_up_proj", ops.linear, h, lin["w_gate_up"]).chunk(2, dim=1)  # (M, I) each, strided
+    else:
+        gate = stage("gate_proj", ops.linear, h, lin["w_gate"])  # (M, I)
+        up = stage("up_proj", ops.linear, h, lin["w_up"])
     a = stage("swiglu", ops.swiglu, gate, up)
     x2 = stage("residual_2", torch.add, x2, stage("down_proj", ops.linear, a, lin["w_down"]))
     return x2.view(batch, seq, hidden)
@@ -404,6 +439,7 @@ STAGE_KIND: dict[str, str] = {
     "attn_norm": "rmsnorm", "ffn_norm": "rmsnorm",
     "q_proj": "projections", "k_proj": "projections", "v_proj": "projections", "o_proj": "projections",
     "gate_proj": "projections", "up_proj": "projections", "down_proj": "projections",
+    "qkv_proj": "projections", "gate_up_proj": "projections",
     "rope_q": "rope", "rope_k": "rope", "attention": "attention", "swiglu": "swiglu",
     "cache_write": "other", "o_layout": "other", "residual_1": "other", "residual_2": "other",
 }  # fmt: skip

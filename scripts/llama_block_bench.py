@@ -14,7 +14,8 @@ eager_decode: the decode step eager, batch 1-16, where each call's host cost sho
 launch path, run `--sections host,eager_decode --out OUT/after_1` here and `--out OUT/before_1` in a worktree
 of the commit before (each tree its own script), in turn a few times; `--out OUT --ab` prints the best of each.
 shipping_decode: decode, batch 1-16, 4096-token cache, W4A16, eager and torch.compile mode="reduce-overhead"
-(CUDA graphs with no hand capture), with and without Inductor's CUDA graph trees; train: forward and backward,
+(CUDA graphs with no hand capture), with and without Inductor's CUDA graph trees, and both blocks again on fused
+projections (q, k, v as one, gate and up as one: course.llama.fuse_projections); train: forward and backward,
 batch 1-4 x 2048, eager autograd and torch.compile, gradients checked against float32; shipping_prefill: batch
 1-4 x 512-4096 under torch.compile.
 They also write OUT/shipping.md, the tables notebook 10 and lectures/10 quote. hf: a Hugging Face Llama with the
@@ -53,6 +54,7 @@ from course.llama import (  # noqa: E402
     block_flops,
     block_forward,
     course_ops,
+    fuse_projections,
     load_course_kernels,
     quantized,
     random_weights,
@@ -70,6 +72,8 @@ from course.results import Sections, markdown_table, run_meta, section_parser  #
 # The course block with cuBLAS bf16 projections (these four kernels also have a backward), and with W4A16 ones.
 ALL_BF16 = ("rmsnorm", "rope", "attention", "swiglu")
 ALL_W4 = (*ALL_BF16, "w4a16")
+# Not a kernel: in a plan's switches, the block runs on fused projections (q, k, v as one; gate, up as one).
+FUSED = "fused"
 KV = 4096  # decode: the cache holds this many positions
 DECODE_BATCHES = (1, 4, 8, 16)
 PREFILL_SIZES = [(b, s) for b in (1, 2, 4) for s in (512, 1024, 2048, 4096)]
@@ -100,6 +104,7 @@ class Bench:
         self.kv = KV if self.gpu else 64
         self.weights = random_weights(self.cfg, self.dtype, self.device, seed=0)
         self.weights_w4 = quantized(self.weights, self.cfg.group_size)
+        self.fused = {False: fuse_projections(self.weights), True: fuse_projections(self.weights_w4)}  # by w4a16
         self.rotary = rotary_tables(self.cfg, 4096 if self.gpu else 128, self.dtype, self.device)
         self.kernels, self.sources = load_course_kernels(self.device, prefer=kernels)
 
@@ -111,12 +116,14 @@ class Bench:
         return back_to_back_ms(fn, calls, reps) if self.gpu else back_to_back_ms(fn, 1, 1, warmup=1)
 
     def ops(self, switched_on: tuple[str, ...]) -> Ops:
-        return course_ops(self.kernels, switched_on, self.cfg.group_size) if switched_on else torch_ops()
+        kernels = tuple(s for s in switched_on if s != FUSED)
+        return course_ops(self.kernels, kernels, self.cfg.group_size) if kernels else torch_ops()
 
     def block(
         self, switched_on: tuple[str, ...], start: int = 0, cache: KVCache | None = None, **stage: Any
     ) -> Callable:
-        weights = self.weights_w4 if "w4a16" in switched_on else self.weights
+        w4 = "w4a16" in switched_on
+        weights = self.fused[w4] if FUSED in switched_on else self.weights_w4 if w4 else self.weights
         ops = self.ops(switched_on)
         return lambda x: block_forward(x, weights, self.cfg, ops, self.rotary, start, cache, **stage)
 
@@ -246,6 +253,15 @@ def section_decode(b: Bench) -> list[dict[str, Any]]:
     return [r for batch in b.sizes(list(DECODE_BATCHES), 2) for r in b.time_plans("decode", plans, batch, b.kv, True)]
 
 
+# The same blocks on fused projections (course.llama.fuse_projections), PyTorch's too: like for like.
+FUSED_DECODE_PLANS: list[Plan] = [
+    ("eager, fused", (FUSED,), "eager", False),
+    ("course W4A16, fused", (*ALL_W4, FUSED), "eager", False),
+    ("compile RO, no trees, fused", (FUSED,), "reduce-overhead, no trees", False),
+    ("course W4A16 compile RO, no trees, fused", (*ALL_W4, FUSED), "reduce-overhead, no trees", False),
+]
+
+
 def section_shipping_decode(b: Bench) -> list[dict[str, Any]]:
     """Decode without hand capture: eager PyTorch and the course block eager, then both under
     torch.compile(mode="reduce-overhead"), which captures CUDA graphs itself: with Inductor's CUDA graph trees
@@ -258,11 +274,12 @@ def section_shipping_decode(b: Bench) -> list[dict[str, Any]]:
         ("course bf16 compile RO", ALL_BF16, "reduce-overhead", False),
         ("compile RO, no trees", (), "reduce-overhead, no trees", False),
         ("course W4A16 compile RO, no trees", ALL_W4, "reduce-overhead, no trees", False),
+        *FUSED_DECODE_PLANS,
     ]
     # The weights and tables stay where they are: CUDA graphs read them in place rather than copying each
     # into the graph's memory before every replay (as a model's parameters are treated).
     static = [b.rotary.cos, b.rotary.sin, b.rotary.cos_full, b.rotary.sin_full]
-    for w in (b.weights, b.weights_w4):
+    for w in (b.weights, b.weights_w4, *b.fused.values()):
         static += [
             w.attn_norm,
             w.ffn_norm,
@@ -280,7 +297,8 @@ def section_shipping_decode(b: Bench) -> list[dict[str, Any]]:
 def section_eager_decode(b: Bench) -> list[dict[str, Any]]:
     """The decode step eager, PyTorch and course, where every call's host cost shows (the lean launch's measure)."""
     plans: list[Plan] = [("eager", (), "eager", False), ("course bf16", ALL_BF16, "eager", False),
-                         ("course W4A16", ALL_W4, "eager", False), ("course W4A16 + CUDA graph", ALL_W4, "eager", True)]  # fmt: skip
+                         ("course W4A16", ALL_W4, "eager", False), ("course W4A16 + CUDA graph", ALL_W4, "eager", True),
+                         ("eager, fused", (FUSED,), "eager", False), ("course W4A16, fused", (*ALL_W4, FUSED), "eager", False)]  # fmt: skip
     return [r for batch in b.sizes([1, 4, 16], 2) for r in b.time_plans("eager_decode", plans, batch, b.kv, True)]
 
 

@@ -150,3 +150,64 @@ def test_plain_launches_goes_through_triton_and_restores_the_setting(gpu: dict) 
     cl.launch(k, (1,), x, x, 4, 0.5, BLOCK=4)
     assert _kinds(k) == ["triton", "triton", "direct"]
     assert cl.direct_launches(True) is True
+
+
+# --------------------------------------------------------------------------------------------------
+# LaunchPlan: the scalars and constexprs fixed once, each call passing its tensors
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_plan_launches_through_triton_once_then_directly(gpu: dict) -> None:
+    k, x, y = FakeKernel(), torch.zeros(8), torch.zeros(8)
+    plan = cl.LaunchPlan(k, (5, 2), (8, 0.5), {"BLOCK": 4, "num_warps": 2})
+    for _ in range(3):
+        plan(x, y)
+    assert _kinds(k) == ["triton", "direct", "direct"]
+    assert k.calls[0][1:] == ((5, 2), (x, y, 8, 0.5), {"BLOCK": 4, "num_warps": 2})
+    # the same arguments as launch passes: grid padded to three, stream, handle, metadata, then BLOCK and FLAG
+    assert k.calls[2][1] == (5, 2, 1, 7, "handle", ("meta",), None, None, None, x, y, 8, 0.5, 4, True)
+
+
+@pytest.mark.parametrize("change", ["alignment", "dtype", "device"])
+def test_a_plan_goes_back_to_triton_when_a_tensor_specializes_differently(gpu: dict, change: str) -> None:
+    k, x, y = FakeKernel(), torch.zeros(64, dtype=torch.float16), torch.zeros(64)
+    plan = cl.LaunchPlan(k, (1,), (32, 0.5), {"BLOCK": 4})
+    plan(x, y)
+    plan(x, y)
+    if change == "alignment":
+        plan(x[1:], y)  # 2 bytes past a 16-byte boundary
+    elif change == "dtype":
+        plan(x, y.double())
+    else:
+        cl._GPU["device"] = lambda: 1
+        plan(x, y)
+    assert _kinds(k) == ["triton", "direct", "triton"]
+
+
+@pytest.mark.parametrize("case", ["off", "hooked", "interpreter"])
+def test_a_plan_goes_through_triton_every_time_where_launch_would(gpu: dict, case: str) -> None:
+    k, x = FakeKernel(), torch.zeros(4)
+    plan = cl.LaunchPlan(k, (1,), (4, 0.5), {"BLOCK": 4})
+    if case == "off":
+        cl.direct_launches(False)
+    elif case == "hooked":
+        plan(x, x)  # learnt while no hook is set
+        gpu["hooked"] = True
+        k.calls.clear()
+    else:
+        k.compiled = None
+    for _ in range(3):
+        plan(x, x)
+    assert _kinds(k) == ["triton"] * 3
+
+
+def test_a_plans_kernel_found_plain_by_launch_stays_plain(gpu: dict) -> None:
+    """The interpreter, found by either path, sends both through Triton from then on."""
+    k, x = FakeKernel(), torch.zeros(4)
+    k.compiled = None
+    cl.launch(k, (1,), x, x, 4, 0.5, BLOCK=4)
+    k.compiled = FakeCompiled(k.calls)
+    plan = cl.LaunchPlan(k, (1,), (4, 0.5), {"BLOCK": 4})
+    plan(x, x)
+    plan(x, x)
+    assert _kinds(k) == ["triton"] * 3

@@ -17,6 +17,7 @@ from course.llama import (
     block_gradients,
     course_ops,
     dequantize_w4,
+    fuse_projections,
     load_course_kernels,
     quantize_w4,
     quantized,
@@ -57,9 +58,29 @@ def test_course_block_matches_pytorch_block(kernels, weights, switches, batch, s
     assert relative_error(out, reference(x, w)) < REL_TOL[torch.float32]
 
 
-def test_decode_step_continues_the_prefill(kernels, weights):
+@pytest.mark.parametrize("batch,seq", [(1, 1), (3, 1), (2, 13)])
+def test_fused_projections_compute_the_same_block(kernels, weights, batch, seq):
+    """fuse_projections stacks q, k, v and gate, up into two wider projections: the PyTorch block on the fused
+    weights equals it on the separate ones, and the course block (W4A16 codes stacked too, so the halves of
+    gate-up reach SwiGLU strided whenever M > 1) matches the float64 reference."""
+    w4 = quantized(weights, TINY.group_size)
+    fused = fuse_projections(w4)
+    assert set(fused.linears) == {"wqkv", "wo", "w_gate_up", "w_down"}
+    assert fused.linears["wqkv"].w_packed.shape == (TINY.q_size + 2 * TINY.kv_size, TINY.hidden_size // 2)
+    assert fused.nbytes() == w4.nbytes()
+    x = torch.randn(batch, seq, TINY.hidden_size, generator=torch.Generator().manual_seed(7)).to(DEVICE)
+    rot = rotary_tables(TINY, 64, torch.float32, DEVICE)
+    separate = block_forward(x, w4, TINY, torch_ops(), rot)
+    assert torch.allclose(block_forward(x, fused, TINY, torch_ops(), rot), separate, rtol=1e-5, atol=1e-5)
+    out = block_forward(x, fused, TINY, course_ops(kernels, KERNELS), rot)
+    assert relative_error(out, reference(x, w4)) < REL_TOL[torch.float32]
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_decode_step_continues_the_prefill(kernels, weights, fused):
     """Prefill 12 tokens into the cache, decode the 13th: the same as the block on all 13 at once."""
     w = quantized(weights, TINY.group_size)
+    w = fuse_projections(w) if fused else w
     x = torch.randn(2, 13, TINY.hidden_size, generator=torch.Generator().manual_seed(0)).to(DEVICE)
     ops, rot = course_ops(kernels, KERNELS), rotary_tables(TINY, 64, torch.float32, DEVICE)
     cache = KVCache.empty(TINY, 2, 13, torch.float32, DEVICE)
@@ -68,12 +89,15 @@ def test_decode_step_continues_the_prefill(kernels, weights):
     assert relative_error(last, reference(x, w)[:, 12:]) < REL_TOL[torch.float32]
 
 
-def test_the_course_block_compiles_whole_prefill_and_decode(kernels, weights):
+@pytest.mark.parametrize("fused", [False, True])
+def test_the_course_block_compiles_whole_prefill_and_decode(kernels, weights, fused):
     """torch.compile(fullgraph=True) takes the whole block, every course kernel on, with no graph break: each
     kernel is a registered op (course/ops.py). backend="aot_eager" runs AOTAutograd and the ops' fake
     implementations but leaves the graph to eager PyTorch; Inductor also compiles this block on a CPU,
-    in about a minute (too slow for CI); scripts/llama_block_bench.py runs it under CUDA graphs on a GPU."""
+    in about a minute (too slow for CI); scripts/llama_block_bench.py runs it under CUDA graphs on a GPU.
+    With fused projections the splits of their outputs are traced too."""
     w = quantized(weights, TINY.group_size)
+    w = fuse_projections(w) if fused else w
     x = torch.randn(2, 13, TINY.hidden_size, generator=torch.Generator().manual_seed(1)).to(DEVICE)
     ops, rot = course_ops(kernels, KERNELS), rotary_tables(TINY, 64, torch.float32, DEVICE)
     cache = KVCache.empty(TINY, 2, 13, torch.float32, DEVICE)

@@ -74,3 +74,31 @@ def test_a_float32_dot_on_a_99_kb_gpu_takes_one_stage(gpu: str) -> None:
     assert k.quant_config(KNOWN_GPUS["NVIDIA A100-SXM4-80GB"], 4, 100, torch.float32).num_stages == 2
     x = torch.randn(3, 64)
     assert k.pick_config(4, 3, x) == k.default_config(4, 3)  # the interpreter: defaults
+
+
+def _w4_reference(x: torch.Tensor, w: torch.Tensor, s: torch.Tensor, group: int) -> torch.Tensor:
+    from course.llama import dequantize_w4
+
+    return x.double() @ dequantize_w4(w, s.double(), group).T
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_a_w4a16_plan_is_made_per_signature_and_per_setting(m: int) -> None:
+    """The W4A16 launcher keeps one LaunchPlan per signature and settings: a second call with new tensors of the
+    same shapes reuses it, another shape or settings forced by the tuner make their own, and every call is right."""
+    x, w, s = _w4(m=m, kk=256, n=40, group=64)
+    k._W4A16_PLANS.clear()
+    got = [k.w4a16_matmul(x, w, s, 64), k.w4a16_matmul(x * 2, w.clone(), s.clone(), 64)]
+    assert len(k._W4A16_PLANS) == 1
+    cfg = k.pick_config(4, m, x)
+    other = (k.GemvConfig(block_n=16, block_k=64, num_warps=1, programs_per_sm=1) if isinstance(cfg, k.GemvConfig)
+             else k.DotConfig(block_n=16, block_m=16, block_k=128, num_warps=1, num_stages=1, programs_per_sm=1))
+    with k.CONFIGS.forcing("w4 float32", f"m<={1 if m == 1 else 4}", k._as_entry(other)):  # x is float32
+        got.append(k.w4a16_matmul(x, w, s, 64))
+    x5 = torch.randn(m, 512)
+    w5, s5 = torch.randint(0, 256, (40, 256), dtype=torch.uint8), torch.rand(40, 8) + 0.5
+    got5 = k.w4a16_matmul(x5, w5, s5, 64)
+    assert len(k._W4A16_PLANS) == 3
+    for out, scale in zip(got, (1, 2, 1)):
+        assert torch.allclose(out.double(), scale * _w4_reference(x, w, s, 64), rtol=1e-5, atol=1e-4)
+    assert torch.allclose(got5.double(), _w4_reference(x5, w5, s5, 64), rtol=1e-5, atol=1e-4)
