@@ -633,29 +633,37 @@ SEARCH_SPACE = [
 # --------------------------------------------------------------------------------------------------
 
 
-_LOCKS: dict[torch.device, torch.Tensor] = {}
+_LOCKS: dict[tuple[torch.device, int], torch.Tensor] = {}  # (device, stream) -> that stream's counters
 _POOLS: dict[torch.device, object] = {}  # the counters' own memory pools (torch.cuda.MemPool), one per GPU
 
 
 def _arrival_counters(n: int, device: torch.device) -> torch.Tensor:
-    """At least n int32 counters at zero. Kept across calls: _finish_tile leaves each one back at zero.
+    """At least n int32 counters at zero, for launches on the current stream. Kept across calls: _finish_tile
+    leaves each one back at zero.
 
-    On a GPU they come from a memory pool of their own: the first call of a model compiled with
-    mode="reduce-overhead" runs while torch.compile's CUDA graphs allocate from their private pool, and they
-    refuse a tensor of that pool that outlives the call. A first call made while a graph is being captured
-    gets counters of its own instead, zeroed inside the graph."""
-    locks = _LOCKS.get(device)
+    One set per stream: one stream's launches run one after another, but two streams' launches may run at
+    once, and two split launches counting on the same counters would each see the other's arrivals (a tile
+    summed before all its partials are in). On a GPU they come from a memory pool of their own: the first
+    call of a model compiled with mode="reduce-overhead" runs while torch.compile's CUDA graphs allocate from
+    their private pool, and they refuse a tensor of that pool that outlives the call. A call made while a
+    graph is being captured takes counters that exist already, those of the stream its warm-up ran on (the
+    graph keeps their address, so it shares them with that stream's launches), or gets counters of its own,
+    zeroed inside the graph."""
+    stream = torch._C._cuda_getCurrentRawStream(device.index) if device.type == "cuda" else 0
+    locks = _LOCKS.get((device, stream))
     if locks is not None and locks.numel() >= n:
         return locks
     if device.type != "cuda":
         locks = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-    elif torch.cuda.is_current_stream_capturing():  # pragma: no cover - GPU only: first call inside a capture
-        return torch.zeros(n, dtype=torch.int32, device=device)
+    elif torch.cuda.is_current_stream_capturing():  # pragma: no cover - GPU only: inside a capture
+        # capture runs on a side stream: the counters the warm-up calls made on another stream serve the graph
+        found = [t for (d, _), t in _LOCKS.items() if d == device and t.numel() >= n]
+        return found[0] if found else torch.zeros(n, dtype=torch.int32, device=device)
     else:  # pragma: no cover - GPU only: outside any CUDA graph's pool
         pool = _POOLS.setdefault(device, torch.cuda.MemPool())
         with torch.cuda.use_mem_pool(pool, device):
             locks = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-    _LOCKS[device] = locks
+    _LOCKS[(device, stream)] = locks
     return locks
 
 
@@ -773,7 +781,7 @@ def w4a16_launch(
     key = (m, n, k, x.stride(0), words.stride(0), scales.stride(0), group_size, x.dtype, x.get_device(), id(cfg))
     plan = _W4A16_PLANS.get(key)
     if plan is None or plan.cfg is not cfg:
-        if len(_W4A16_PLANS) >= 4096:
+        if len(_W4A16_PLANS) >= 4096:  # pragma: no cover - a long run of new shapes: start over
             _W4A16_PLANS.clear()
         plan = _W4A16_PLANS[key] = _w4a16_plan(x, words, scales, group_size, cfg)
     y = x.new_empty((m, n))
