@@ -680,7 +680,7 @@ def _split_buffers(splits: int, tiles: int, x: torch.Tensor, m: int, n: int) -> 
     without a split."""
     if splits == 1:
         return x, x  # never touched: SPLIT is false
-    return torch.empty((splits, m, n), dtype=torch.float32, device=x.device), _arrival_counters(tiles, x.device)
+    return x.new_empty((splits, m, n), dtype=torch.float32), _arrival_counters(tiles, x.device)
 
 
 def _precision(x_dtype: torch.dtype) -> str:
@@ -785,11 +785,7 @@ def w4a16_launch(
             _W4A16_PLANS.clear()
         plan = _W4A16_PLANS[key] = _w4a16_plan(x, words, scales, group_size, cfg)
     y = x.new_empty((m, n))
-    if plan.splits == 1:
-        plan.launch(x, words, scales, y, x, x)  # no partials, no counters: SPLIT is false
-    else:
-        part = x.new_empty((plan.splits, m, n), dtype=torch.float32)  # (n_splits, M, N)
-        plan.launch(x, words, scales, y, part, _arrival_counters(plan.tiles, x.device))
+    plan.launch(x, words, scales, y, *_split_buffers(plan.splits, plan.tiles, x, m, n))
     return y
 
 
