@@ -45,6 +45,7 @@ def next_power_of_2(n: int) -> int:
 # the constexprs, the launch options and the current GPU.
 
 _DIRECT = {"on": True}
+_TRACING = {"on": False}  # set while torch.compile traces a course op's implementation (course/ops.py)
 _MAX_KEYS = 4096  # distinct keys remembered per kernel before starting over (a long run of new shapes)
 
 
@@ -54,6 +55,50 @@ def direct_launches(on: bool) -> bool:
     before = _DIRECT["on"]
     _DIRECT["on"] = on
     return before
+
+
+class Untraceable(Exception):
+    """A launch that Inductor cannot take into a graph as it is: an argument other than a tensor, an int, a bool
+    or None. The op being traced stays one opaque node.
+
+    - A TMA descriptor made on the host: AOTAutograd's tracing cannot record one.
+    - A float: Inductor passes a Python float to a kernel as a float64 (its `_use_fp64_for_unbacked_floats`),
+      where Triton's own launch passes a float32, so the kernel would compute in float64. Measured on an H200:
+      the flash attention decode kernel then fails to compile (its dot's accumulator turns float64), and the
+      attention backward ran a training step 17% slower (results/h200/traced_ops.md)."""
+
+
+@contextlib.contextmanager
+def traced_launches() -> Iterator[None]:
+    """While open, every launch is recorded for Inductor (`torch.library.wrap_triton`) instead of run: the
+    tensors are a trace's, with shapes and no data. course/ops.py opens it while torch.compile traces a course
+    op's implementation, so that the compiled program launches the kernels itself."""
+    before = _TRACING["on"]
+    _TRACING["on"] = True
+    try:
+        yield
+    finally:
+        _TRACING["on"] = before
+
+
+_TRACEABLE = (_TENSOR, int, type(None))  # bool is an int
+
+
+def _record(kernel: Any, grid: Any, args: tuple, meta: dict[str, Any]) -> None:
+    """The launch, recorded as a node of the graph being traced."""
+    if not all(isinstance(a, _TRACEABLE) for a in args):
+        raise Untraceable(f"{getattr(kernel, '__name__', kernel)} takes an argument a graph cannot hold")
+    torch.library.wrap_triton(kernel)[grid](*args, **meta)
+
+
+def aligned(t: torch.Tensor, n_bytes: int) -> bool:
+    """Whether t's first element sits on an n_bytes boundary (n_bytes <= 16). A trace's tensors have no
+    address, so while launches are recorded the answer comes from the offset into storage: the compiled
+    program copies any input whose address is misaligned where its offset is not (Inductor's
+    `copy_misaligned_inputs`), and its own buffers start 16-byte aligned."""
+    if _TRACING["on"]:
+        return t.storage_offset() * t.element_size() % n_bytes == 0
+    return t.data_ptr() % n_bytes == 0
 
 
 @contextlib.contextmanager
@@ -94,6 +139,9 @@ def launch(kernel: Any, grid: tuple[int, ...] | Callable[..., tuple[int, ...]], 
     the same key. Positional arguments are the kernel's leading parameters (tensors and scalars); keywords
     are its remaining parameters (constexprs) and launch options (num_warps, num_stages, ...)."""
     # a grid computed from the arguments (a callable, as an autotuned launch passes) is Triton's to evaluate
+    if _TRACING["on"]:
+        _record(kernel, grid, args, meta)
+        return
     ident = id(kernel)
     if not _DIRECT["on"] or _PLAIN.get(ident) is kernel or callable(grid):
         kernel[grid](*args, **meta)
@@ -167,6 +215,9 @@ class LaunchPlan:
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         kernel, grid = self.kernel, self.grid
+        if _TRACING["on"]:
+            _record(kernel, grid, (*tensors, *self.scalars), self.meta)
+            return
         if not _DIRECT["on"] or _PLAIN.get(id(kernel)) is kernel:
             kernel[grid](*tensors, *self.scalars, **self.meta)
             return

@@ -23,6 +23,16 @@ outputs). So an op defined here is a `CourseOp`: called in plain eager code it r
 directly, and it goes through the dispatcher only where something is listening there: torch.compile tracing
 it, or a dispatch mode (a fake-tensor mode, the grader's recorder, `run_implementations`). `op.overload` is
 the registered operator itself.
+
+Inside a compiled program an opaque op still pays that trip on every call (about 34 us of host time per op on
+an H100's host, results/h100/prefill_compile_host.md). So where the kernels are compiled ones (not the CPU
+interpreter), an op is also *traced*: when torch.compile's AOTAutograd reaches it, its implementation runs on
+the trace's tensors, each launch is recorded with `torch.library.wrap_triton` (course/launch.py), and Inductor
+puts the kernels into the program it generates and launches them itself, as it does for a
+`torch.library.triton_op`. An op stays opaque where one of its launches takes an argument the graph cannot
+hold as Triton would (a TMA descriptor made on the host, a float: `course.launch.Untraceable` says why), where
+the compiled program's shapes are symbolic (its launcher chooses settings by shape), and where it is defined with
+`traced=False` (its launcher keeps state between calls).
 """
 
 from __future__ import annotations
@@ -32,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from course.env import interpreter_requested
+from course.launch import Untraceable, traced_launches
 
 NAMESPACE_PREFIX = "course"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -93,9 +108,13 @@ class OpLibrary:
         _TAKEN.add(f"{self.namespace}::{name}")
         return f"{self.namespace}::{name}"
 
-    def op(self, name: str, schema: str, fake: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
+    def op(
+        self, name: str, schema: str, fake: Callable[..., Any], traced: bool = True
+    ) -> Callable[[Callable[..., Any]], Any]:
         """Decorator: define `namespace::name` with this schema, the decorated function as its implementation
         on every device, and `fake` as its fake (meta) implementation. Returns the op, a `CourseOp`.
+        `traced=False` keeps the op opaque to torch.compile everywhere: for a launcher with state that lives
+        between calls (a buffer it keeps), which a traced graph would copy instead of share.
 
         The schema is given rather than inferred from type hints so that one text means the same op on every
         torch version the course supports. Outputs are new tensors, never an input or a view of one.
@@ -110,12 +129,62 @@ class OpLibrary:
             lib.define(f"{op_name}{schema}")
             lib.impl(op_name, impl, "CompositeExplicitAutograd")
             torch.library.register_fake(f"{namespace}::{op_name}", fake, lib=lib)
+            if traced and not interpreter_requested():  # interpreted kernels cannot be recorded into a graph
+                torch.library.register_torch_dispatch(
+                    f"{namespace}::{op_name}", FunctionalTensorMode, _traced_rule(impl), lib=lib
+                )
             _LIBRARIES.append(lib)  # a Library that is garbage collected takes its registrations with it
             overload = getattr(getattr(torch.ops, namespace), op_name).default
             _IMPLEMENTATIONS[overload] = impl
             return CourseOp(overload, impl)
 
         return define
+
+
+_TRACE_INTO = {"on": True}
+_TRACE_TYPES = (torch.Tensor, FunctionalTensor)
+
+
+def trace_into_ops(on: bool) -> bool:
+    """Whether torch.compile traces into the course's traced ops from now on (True) or keeps every op opaque;
+    returns the previous setting. For measuring one against the other: the setting counts when a function is
+    compiled, so reset Dynamo (`torch._dynamo.reset()`) after changing it."""
+    before = _TRACE_INTO["on"]
+    _TRACE_INTO["on"] = on
+    return before
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _symbolic(args: tuple, kwargs: dict) -> bool:
+    """Whether a shape, stride or scalar of the call is symbolic (torch.compile with dynamic shapes): a launcher
+    picks its settings and grid from the shape, so its op stays opaque rather than specialize the graph."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            if any(isinstance(d, _SYMBOLIC) for d in (*a.shape, *a.stride())):
+                return True
+        elif isinstance(a, _SYMBOLIC):
+            return True
+    return False
+
+
+def _traced_rule(impl: Callable[..., Any]) -> Callable[..., Any]:
+    """What an op does under AOTAutograd's functionalization: run its implementation on the trace's tensors with
+    every launch recorded (so Inductor sees the kernels), or, where a launch cannot be recorded, stay one op."""
+
+    def rule(mode: FunctionalTensorMode, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        plain = all(issubclass(t, FakeTensor) or t in _TRACE_TYPES for t in types)  # no other tensor subclass
+        if _TRACE_INTO["on"] and plain and not _symbolic(args, kwargs):
+            try:
+                with mode, traced_launches():
+                    return impl(*args, **kwargs)
+            except Untraceable:
+                pass  # what the implementation traced so far is left unused, and the compiler drops it
+        return mode.__torch_dispatch__(func, types, args, kwargs)
+
+    return rule
 
 
 class CourseOp:

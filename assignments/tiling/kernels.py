@@ -275,8 +275,8 @@ def _launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         among, chosen = _chosen.get(shape, (None, None))
         if among is not configs:  # the entry keeps its list alive, so an id is never another list's
             tuner = _kernel_for(configs)
-            tuner[lambda meta: (cdiv(m, meta["BLOCK_M"]) * cdiv(n, meta["BLOCK_N"]),)](*args)
-            best = getattr(tuner, "best_config", None)  # None where the launch was only recorded (portability)
+            launch(tuner, lambda meta: (cdiv(m, meta["BLOCK_M"]) * cdiv(n, meta["BLOCK_N"]),), *args)
+            best = getattr(tuner, "best_config", None)  # None where the launch was only recorded (portability, a trace)
             if best is not None:
                 _chosen[shape] = (configs, best.all_kwargs())
             return

@@ -17,7 +17,7 @@ import triton.language as tl
 
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
-from course.launch import cdiv, launch, next_power_of_2
+from course.launch import aligned, cdiv, launch, next_power_of_2
 from course.ops import OpLibrary
 from course.validate import check_tensor
 
@@ -288,7 +288,7 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     if block_n >= n_cols:
         # Words of two bfloat16 (a float16 would need conversions to widen, which cost more than the words save:
         # 0.94x on the H100, results/h100/softmax_pairs.md): the row's length even, its start 4-byte aligned.
-        pairs = pairs and x.dtype == torch.bfloat16 and n_cols % 2 == 0 and x2.data_ptr() % 4 == 0
+        pairs = pairs and x.dtype == torch.bfloat16 and n_cols % 2 == 0 and aligned(x2, 4)
         launch(_softmax_kernel, (cdiv(n_rows, block_m),),
             x2, y2, y2, y2, n_rows, n_cols, x2.stride(0), y2.stride(0),  # part_ptr and count_ptr are not read
             BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_TILE=True, PAIRS=pairs, CHUNKS=1, WAIT=False,

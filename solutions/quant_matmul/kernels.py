@@ -795,12 +795,14 @@ def w4a16_launch(
 
 
 OPS = OpLibrary(__file__)
+# Both ops are opaque to torch.compile (traced=False): their split-K arrival counters live between calls, zero
+# between launches, and a traced graph would take a copy of them rather than the counters themselves.
 
 def _quant_fake(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
     return x.new_empty((x.shape[0], w.shape[0]))
 
 
-@OPS.op("w8a16_matmul", "(Tensor x, Tensor w_int8, Tensor scales) -> Tensor", _quant_fake)
+@OPS.op("w8a16_matmul", "(Tensor x, Tensor w_int8, Tensor scales) -> Tensor", _quant_fake, traced=False)
 def w8a16_op(x: torch.Tensor, w_int8: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     return _or_default(w8a16_launch, 8, x, w_int8, scales, pick_config(8, x.shape[0], x))
 
@@ -809,7 +811,8 @@ def _w4a16_fake(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, g
     return x.new_empty((x.shape[0], w_packed.shape[0]))
 
 
-@OPS.op("w4a16_matmul", "(Tensor x, Tensor w_packed, Tensor scales, int group_size) -> Tensor", _w4a16_fake)
+@OPS.op("w4a16_matmul", "(Tensor x, Tensor w_packed, Tensor scales, int group_size) -> Tensor", _w4a16_fake,
+        traced=False)
 def w4a16_op(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, group_size: int) -> torch.Tensor:
     # Checked here, on the real tensor, rather than in w4a16_matmul: torch.compile traces the public call
     # with fake tensors, whose storage offset it does not follow.

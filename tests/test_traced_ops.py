@@ -1,0 +1,159 @@
+"""torch.compile traces into a course op (course/ops.py), so that Inductor launches its kernels itself, and keeps
+the op whole where that would change what the kernels compute: a float argument, a TMA descriptor, symbolic
+shapes, a launcher with state (`traced=False`), or the switch off.
+
+The CPU interpreter's kernels cannot be recorded into a graph, so here the recording is a stand-in: a "kernel"
+whose launch is ordinary PyTorch code (y = 2x), traced by AOTAutograd like any other. The real kernels are
+traced on a GPU (results/provenance/traced_ops.py: every op of the solutions, Inductor's output bitwise equal to
+the eager call's)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import torch
+from torch._dynamo.testing import AotEagerAndRecordGraphs
+
+import course.launch
+import course.ops
+from course.loader import load_kernels
+from conftest import SEED
+
+
+class _Doubling:
+    """Stands in for a Triton kernel: launched as kernel[grid](x, y, *rest), it writes y = 2 x."""
+
+    __name__ = "_doubling_kernel"
+
+    def __getitem__(self, grid: tuple) -> Callable[..., None]:
+        def run(x: torch.Tensor, y: torch.Tensor, *rest: Any, **meta: Any) -> None:
+            y.copy_(x * 2)
+
+        return run
+
+
+KERNEL = _Doubling()
+
+
+@pytest.fixture(scope="module")
+def library() -> Iterator[dict[str, Any]]:
+    """Ops defined as a GPU would define them (the interpreter not in use), launching the stand-in kernel."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(course.ops, "interpreter_requested", lambda: False)
+    ops = course.ops.OpLibrary("/nowhere/kernels.py")
+
+    def like(x: torch.Tensor, *rest: Any) -> torch.Tensor:
+        return torch.empty_like(x)
+
+    def define(name: str, extra: tuple, schema: str = "(Tensor x) -> Tensor", traced: bool = True,
+               rows: bool = True) -> Any:  # fmt: skip
+        @ops.op(name, schema, like, traced=traced)
+        def op(x: torch.Tensor, *args: Any) -> torch.Tensor:
+            y = torch.empty_like(x)
+            course.launch.launch(KERNEL, (1,), x, y, *((x.shape[0],) if rows else ()), *extra, BLOCK=16)
+            return y
+
+        return op
+
+    made = {
+        "plain": define("doubled", ()),
+        "float": define("doubled_eps", (1e-6,)),
+        "descriptor": define("doubled_desc", (object(),)),
+        "stateful": define("doubled_kept", (), traced=False),
+        "no sizes": define("doubled_anywhere", (), rows=False),  # a launch that would trace with symbolic shapes
+    }
+    patch.undo()
+    with pytest.MonkeyPatch.context() as launching:
+        launching.setattr(torch.library, "wrap_triton", lambda kernel: kernel)
+        yield made
+
+
+def _graph(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, dynamic: bool = False) -> tuple[torch.Tensor, str]:
+    torch._dynamo.reset()
+    recorder = AotEagerAndRecordGraphs()
+    if dynamic:
+        torch._dynamo.mark_dynamic(x, 0)
+    out = torch.compile(fn, backend=recorder, fullgraph=True)(x)
+    return out, "\n".join(g.code for g in recorder.fw_graphs)
+
+
+def _x(rows: int = 5) -> torch.Tensor:
+    torch.manual_seed(SEED)
+    return torch.randn(rows, 3)
+
+
+def test_a_plain_op_is_traced_into_its_launches(library: dict) -> None:
+    x = _x()
+    out, code = _graph(lambda t: library["plain"](t) + 1, x)
+    torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
+    assert "aten.mul" in code and "course_file" not in code
+
+
+@pytest.mark.parametrize("kind", ["float", "descriptor", "stateful"])
+def test_an_op_that_cannot_be_traced_as_it_runs_stays_one_node(library: dict, kind: str) -> None:
+    x = _x(7)
+    out, code = _graph(lambda t: library[kind](t) + 1, x)
+    torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
+    assert "course_file" in code and "aten.mul" not in code  # nothing of the abandoned trace is left behind
+
+
+def test_symbolic_shapes_keep_the_op_whole(library: dict) -> None:
+    x = _x(9)
+    out, code = _graph(lambda t: library["no sizes"](t) + 1, x, dynamic=True)
+    torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
+    assert "course_file" in code and "aten.mul" not in code
+
+
+def test_the_switch_keeps_every_op_whole_and_is_restored(library: dict) -> None:
+    before = course.ops.trace_into_ops(False)
+    try:
+        out, code = _graph(lambda t: library["plain"](t), _x(4))
+    finally:
+        course.ops.trace_into_ops(before)
+    assert before is True and "course_file" in code
+    _, code = _graph(lambda t: library["plain"](t), _x(4))
+    assert "course_file" not in code
+
+
+def test_the_interpreters_ops_stay_opaque() -> None:
+    """On the CPU tier a solution's op is one node, as before: interpreted kernels cannot be recorded."""
+    rope = load_kernels("rope", "solutions")
+    torch.manual_seed(SEED)
+    x, cos, sin = torch.randn(1, 2, 5, 8), torch.randn(5, 4), torch.randn(5, 4)
+    torch._dynamo.reset()
+    recorder = AotEagerAndRecordGraphs()
+    out = torch.compile(lambda a: rope.rope_forward_op(a, cos, sin), backend=recorder, fullgraph=True)(x)
+    torch.testing.assert_close(out, rope.rope_forward_op(x, cos, sin), rtol=0, atol=0)
+    code = "\n".join(g.code for g in recorder.fw_graphs)
+    assert f"{rope.OPS.namespace}.rope_forward" in code
+
+
+def test_a_recorded_launch_refuses_what_the_graph_would_change() -> None:
+    x, y = torch.ones(4), torch.empty(4)
+    calls: list[tuple] = []
+
+    class Recorder:
+        def __getitem__(self, grid: tuple) -> Callable[..., None]:
+            return lambda *args, **meta: calls.append((grid, args, meta))
+
+    with pytest.MonkeyPatch.context() as patch, course.launch.traced_launches():
+        patch.setattr(torch.library, "wrap_triton", lambda kernel: kernel)
+        course.launch.launch(Recorder(), (3,), x, y, 4, True, None, BLOCK=8)
+        plan = course.launch.LaunchPlan(Recorder(), (2, 1), (4,), {"BLOCK": 8})
+        plan(x, y)
+        for bad in (0.5, object()):
+            with pytest.raises(course.launch.Untraceable):
+                course.launch.launch(Recorder(), (3,), x, y, bad, BLOCK=8)
+    assert calls == [((3,), (x, y, 4, True, None), {"BLOCK": 8}), ((2, 1), (x, y, 4), {"BLOCK": 8})]
+    assert course.launch._TRACING["on"] is False
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2, 3])
+def test_alignment_is_read_from_the_address_or_while_tracing_from_the_offset(offset: int) -> None:
+    t = torch.zeros(64, dtype=torch.bfloat16)[offset:]
+    expected = offset * 2 % 4 == 0
+    assert course.launch.aligned(t, 4) is expected
+    with course.launch.traced_launches():
+        assert course.launch.aligned(t, 4) is expected
