@@ -156,7 +156,12 @@ def main() -> None:
               "- The H100 has no full flash attention sweep committed: 512, 8192 and 16384 tokens and 1024 decode keys "
               "were measured on the H200 only.",
               "- Softmax at 1024x128256 is the split solution's A/B (do_bench, three interleaved rounds); the fusion "
-              "bench (median of 30 calls) gives 75% on the H200 for the same kernel."]
+              "bench (median of 30 calls) gives 75% on the H200 for the same kernel.",
+              "- Every time here is taken after the timer's L2 flush, which zeroes a 256+ MiB buffer and leaves the L2 "
+              "full of dirty lines that the timed call writes back while it reads. With a flush that leaves the L2 "
+              "clean (`results/h200/flush_dirty.md`), on the H200: decode attention at 4096 keys 80% of copy "
+              "(66% here) and 1.04x SDPA; a kernel that only reads 30 MiB, 68% (52%); the W4A16 GEMV at M=1 "
+              "barely moves (33%, 32%), so its miss is the kernel's own."]
     lines += ["", "Where a target is missed, the lecture of the module says by how much and why, measured: 02 "
               "(softmax, \"Rows split over programs\"), 04 (matmul, section 6), 08 (flash attention and decode), 09 "
               "(W4A16); the Nsight Compute readings are in `results/<gpu>/ncu_issue22/`."]
