@@ -31,8 +31,8 @@ the trace's tensors, each launch is recorded with `torch.library.wrap_triton` (c
 puts the kernels into the program it generates and launches them itself, as it does for a
 `torch.library.triton_op`. An op stays opaque where one of its launches takes an argument the graph cannot
 hold as Triton would (a TMA descriptor made on the host, a float: `course.launch.Untraceable` says why), where
-the compiled program's shapes are symbolic (its launcher chooses settings by shape), and where it is defined with
-`traced=False` (its launcher keeps state between calls).
+the compiled program's shapes are symbolic (its launcher chooses settings by shape), where it is defined with
+`traced=False` (its launcher keeps state between calls), and in `torch.export`, which keeps a triton_op whole too.
 """
 
 from __future__ import annotations
@@ -176,7 +176,9 @@ def _traced_rule(impl: Callable[..., Any]) -> Callable[..., Any]:
     def rule(mode: FunctionalTensorMode, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         plain = all(issubclass(t, FakeTensor) or t in _TRACE_TYPES for t in types)  # no other tensor subclass
-        if _TRACE_INTO["on"] and plain and not _symbolic(args, kwargs):
+        # torch.export keeps ops whole, as it keeps a triton_op: an exported program holds no Triton kernels
+        exporting = not getattr(torch._functorch.config, "decompose_custom_triton_ops", True)
+        if _TRACE_INTO["on"] and plain and not exporting and not _symbolic(args, kwargs):
             try:
                 with mode, traced_launches():
                     return impl(*args, **kwargs)

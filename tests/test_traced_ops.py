@@ -106,6 +106,20 @@ def test_symbolic_shapes_keep_the_op_whole(library: dict) -> None:
     assert "course_file" in code and "aten.mul" not in code
 
 
+def test_an_exported_program_keeps_the_op_whole(library: dict) -> None:
+    """As torch.export keeps a triton_op: an exported program is meant to be saved and loaded, without kernels."""
+
+    class Doubler(torch.nn.Module):
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return library["plain"](t) + 1
+
+    x = _x(6)
+    exported = torch.export.export(Doubler(), (x,)).run_decompositions()  # the inference IR: functionalized
+    code = exported.graph_module.code
+    assert "course_file" in code and "aten.mul" not in code
+    torch.testing.assert_close(exported.module()(x), 2 * x + 1, rtol=0, atol=0)
+
+
 def test_the_switch_keeps_every_op_whole_and_is_restored(library: dict) -> None:
     before = course.ops.trace_into_ops(False)
     try:
