@@ -32,7 +32,8 @@ puts the kernels into the program it generates and launches them itself, as it d
 `torch.library.triton_op`. An op stays opaque where one of its launches takes an argument the graph cannot
 hold as Triton would (a TMA descriptor made on the host, a float: `course.launch.Untraceable` says why), where
 the compiled program's shapes are symbolic (its launcher chooses settings by shape), where it is defined with
-`traced=False` (its launcher keeps state between calls), and in `torch.export`, which keeps a triton_op whole too.
+`traced=False` (its launcher keeps state between calls), where the launcher cannot run on a trace's tensors at all
+(it reads a value on the host, say), and in `torch.export`, which keeps a triton_op whole too.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class OpLibrary:
             lib.define(f"{op_name}{schema}")
             lib.impl(op_name, impl, "CompositeExplicitAutograd")
             torch.library.register_fake(f"{namespace}::{op_name}", fake, lib=lib)
-            if traced and not interpreter_requested():  # interpreted kernels cannot be recorded into a graph
+            if traced and _CAN_TRACE and not interpreter_requested():  # interpreted kernels cannot be recorded
                 torch.library.register_torch_dispatch(
                     f"{namespace}::{op_name}", FunctionalTensorMode, _traced_rule(impl), lib=lib
                 )
@@ -141,6 +142,7 @@ class OpLibrary:
         return define
 
 
+_CAN_TRACE = hasattr(torch.library, "wrap_triton") and hasattr(torch.library, "register_torch_dispatch")  # torch >= 2.6
 _TRACE_INTO = {"on": True}
 _TRACE_TYPES = (torch.Tensor, FunctionalTensor)
 
@@ -184,6 +186,8 @@ def _traced_rule(impl: Callable[..., Any]) -> Callable[..., Any]:
                     return impl(*args, **kwargs)
             except Untraceable:
                 pass  # what the implementation traced so far is left unused, and the compiler drops it
+            except Exception:  # noqa: BLE001 - a launcher that cannot run on a trace's tensors (yours, edited)
+                pass  # the opaque op computes the same, as it did before ops were traced
         return mode.__torch_dispatch__(func, types, args, kwargs)
 
     return rule

@@ -57,12 +57,22 @@ def library() -> Iterator[dict[str, Any]]:
 
         return op
 
+    def define_reading(name: str) -> Any:
+        @ops.op(name, "(Tensor x) -> Tensor", like)
+        def op(x: torch.Tensor) -> torch.Tensor:  # a launcher that reads a value on the host: a trace has none
+            y = torch.empty_like(x)
+            course.launch.launch(KERNEL, (1,), x, y, int(x.abs().max().item() > 0), BLOCK=16)
+            return y
+
+        return op
+
     made = {
         "plain": define("doubled", ()),
         "float": define("doubled_eps", (1e-6,)),
         "descriptor": define("doubled_desc", (object(),)),
         "stateful": define("doubled_kept", (), traced=False),
         "no sizes": define("doubled_anywhere", (), rows=False),  # a launch that would trace with symbolic shapes
+        "data": define_reading("doubled_read"),
     }
     patch.undo()
     with pytest.MonkeyPatch.context() as launching:
@@ -91,7 +101,7 @@ def test_a_plain_op_is_traced_into_its_launches(library: dict) -> None:
     assert "aten.mul" in code and "course_file" not in code
 
 
-@pytest.mark.parametrize("kind", ["float", "descriptor", "stateful"])
+@pytest.mark.parametrize("kind", ["float", "descriptor", "stateful", "data"])
 def test_an_op_that_cannot_be_traced_as_it_runs_stays_one_node(library: dict, kind: str) -> None:
     x = _x(7)
     out, code = _graph(lambda t: library[kind](t) + 1, x)
