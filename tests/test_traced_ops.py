@@ -9,7 +9,7 @@ the eager call's)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from torch._dynamo.testing import AotEagerAndRecordGraphs
 
 import course.launch
 import course.ops
+from course.env import DEVICE, interpreter_requested
 from course.loader import load_kernels
 from conftest import SEED
 
@@ -38,7 +39,7 @@ KERNEL = _Doubling()
 
 
 @pytest.fixture(scope="module")
-def library() -> Iterator[dict[str, Any]]:
+def library() -> dict[str, Any]:
     """Ops defined as a GPU would define them (the interpreter not in use), launching the stand-in kernel."""
     patch = pytest.MonkeyPatch()
     patch.setattr(course.ops, "interpreter_requested", lambda: False)
@@ -75,9 +76,14 @@ def library() -> Iterator[dict[str, Any]]:
         "data": define_reading("doubled_read"),
     }
     patch.undo()
-    with pytest.MonkeyPatch.context() as launching:
-        launching.setattr(torch.library, "wrap_triton", lambda kernel: kernel)
-        yield made
+    return made
+
+
+@pytest.fixture
+def stand_in(library: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The ops above, with a launch recorded as the stand-in kernel's PyTorch code (for this test only)."""
+    monkeypatch.setattr(torch.library, "wrap_triton", lambda kernel: kernel)
+    return library
 
 
 def _graph(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, dynamic: bool = False) -> tuple[torch.Tensor, str]:
@@ -94,34 +100,34 @@ def _x(rows: int = 5) -> torch.Tensor:
     return torch.randn(rows, 3)
 
 
-def test_a_plain_op_is_traced_into_its_launches(library: dict) -> None:
+def test_a_plain_op_is_traced_into_its_launches(stand_in: dict) -> None:
     x = _x()
-    out, code = _graph(lambda t: library["plain"](t) + 1, x)
+    out, code = _graph(lambda t: stand_in["plain"](t) + 1, x)
     torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
     assert "aten.mul" in code and "course_file" not in code
 
 
 @pytest.mark.parametrize("kind", ["float", "descriptor", "stateful", "data"])
-def test_an_op_that_cannot_be_traced_as_it_runs_stays_one_node(library: dict, kind: str) -> None:
+def test_an_op_that_cannot_be_traced_as_it_runs_stays_one_node(stand_in: dict, kind: str) -> None:
     x = _x(7)
-    out, code = _graph(lambda t: library[kind](t) + 1, x)
+    out, code = _graph(lambda t: stand_in[kind](t) + 1, x)
     torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
     assert "course_file" in code and "aten.mul" not in code  # nothing of the abandoned trace is left behind
 
 
-def test_symbolic_shapes_keep_the_op_whole(library: dict) -> None:
+def test_symbolic_shapes_keep_the_op_whole(stand_in: dict) -> None:
     x = _x(9)
-    out, code = _graph(lambda t: library["no sizes"](t) + 1, x, dynamic=True)
+    out, code = _graph(lambda t: stand_in["no sizes"](t) + 1, x, dynamic=True)
     torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
     assert "course_file" in code and "aten.mul" not in code
 
 
-def test_an_exported_program_keeps_the_op_whole(library: dict) -> None:
+def test_an_exported_program_keeps_the_op_whole(stand_in: dict) -> None:
     """As torch.export keeps a triton_op: an exported program is meant to be saved and loaded, without kernels."""
 
     class Doubler(torch.nn.Module):
         def forward(self, t: torch.Tensor) -> torch.Tensor:
-            return library["plain"](t) + 1
+            return stand_in["plain"](t) + 1
 
     x = _x(6)
     exported = torch.export.export(Doubler(), (x,)).run_decompositions()  # the inference IR: functionalized
@@ -130,28 +136,31 @@ def test_an_exported_program_keeps_the_op_whole(library: dict) -> None:
     torch.testing.assert_close(exported.module()(x), 2 * x + 1, rtol=0, atol=0)
 
 
-def test_the_switch_keeps_every_op_whole_and_is_restored(library: dict) -> None:
+def test_the_switch_keeps_every_op_whole_and_is_restored(stand_in: dict) -> None:
     before = course.ops.trace_into_ops(False)
     try:
-        out, code = _graph(lambda t: library["plain"](t), _x(4))
+        out, code = _graph(lambda t: stand_in["plain"](t), _x(4))
     finally:
         course.ops.trace_into_ops(before)
     assert before is True and "course_file" in code
-    _, code = _graph(lambda t: library["plain"](t), _x(4))
+    _, code = _graph(lambda t: stand_in["plain"](t), _x(4))
     assert "course_file" not in code
 
 
-def test_the_interpreters_ops_stay_opaque() -> None:
-    """On the CPU tier a solution's op is one node, as before: interpreted kernels cannot be recorded."""
+def test_a_solutions_op_is_traced_on_a_gpu_and_stays_opaque_in_the_interpreter() -> None:
+    """On a GPU torch.compile records rope's kernel into the graph; on the CPU tier the op is one node, as
+    before (interpreted kernels cannot be recorded). Either way the compiled call computes what the eager one does."""
     rope = load_kernels("rope", "solutions")
     torch.manual_seed(SEED)
-    x, cos, sin = torch.randn(1, 2, 5, 8), torch.randn(5, 4), torch.randn(5, 4)
+    x, cos, sin = (torch.randn(*shape, device=DEVICE) for shape in ((1, 2, 5, 8), (5, 4), (5, 4)))
     torch._dynamo.reset()
     recorder = AotEagerAndRecordGraphs()
     out = torch.compile(lambda a: rope.rope_forward_op(a, cos, sin), backend=recorder, fullgraph=True)(x)
     torch.testing.assert_close(out, rope.rope_forward_op(x, cos, sin), rtol=0, atol=0)
     code = "\n".join(g.code for g in recorder.fw_graphs)
-    assert f"{rope.OPS.namespace}.rope_forward" in code
+    traced = not interpreter_requested()
+    assert ("triton_kernel_wrapper" in code) is traced
+    assert (f"{rope.OPS.namespace}.rope_forward" in code) is not traced
 
 
 def test_a_recorded_launch_refuses_what_the_graph_would_change() -> None:
