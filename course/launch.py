@@ -64,8 +64,8 @@ class Untraceable(Exception):
     - A TMA descriptor made on the host: AOTAutograd's tracing cannot record one.
     - A float: Inductor passes a Python float to a kernel as a float64 (its `_use_fp64_for_unbacked_floats`),
       where Triton's own launch passes a float32, so the kernel would compute in float64. Measured on an H200:
-      the flash attention decode kernel then fails to compile (its dot's accumulator turns float64), and the
-      attention backward ran a training step 17% slower (results/h200/traced_ops.md)."""
+      the flash attention decode kernel then failed to compile (at its dot, whose accumulator the scale turns
+      float64), and a compiled training step ran 17% slower (results/h200/traced_ops.md)."""
 
 
 @contextlib.contextmanager

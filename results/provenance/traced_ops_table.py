@@ -38,7 +38,8 @@ lines += ["", "## Training step, 1 x 2048, block_forward compiled (forward and b
 for label, src in (("refused (now)", rows), ("traced as float64 (before)", old)):
     for name, v in src["train"].items():
         lines.append(f"| {label} | {name} | {v['host'][0]:.0f} | {v['wall'][0]:.0f} ({v['wall'][1]:.0f}) | {v['max_grad_rel_err']:.1e} |")
-lines += ["", "With the floats traced, Inductor passed each float argument to the kernels as a float64: the attention backward then "
-          "computed its scores in float64 and the step took 17% longer than with the op opaque, and the decode kernel failed to "
-          "compile (its dot's accumulator turned float64: `ops_decode_error` in the float64 rows).", ""]
+lines += ["", "With the floats traced, Inductor passed each float argument to the kernels as a float64 (its "
+          "`_use_fp64_for_unbacked_floats`): the step took 17% longer than with the ops opaque (most likely in the attention "
+          "backward, whose scores the scale then turned float64), and the decode kernel failed to compile, at the dot whose "
+          "accumulator the scale turns float64 (`ops_decode_error` in the float64 rows).", ""]
 (folder / "traced_ops.md").write_text("\n".join(lines))
