@@ -45,7 +45,7 @@ def next_power_of_2(n: int) -> int:
 # the constexprs, the launch options and the current GPU.
 
 _DIRECT = {"on": True}
-_TRACING = {"on": False}  # set while torch.compile traces a course op's implementation (course/ops.py)
+_TRACING = {"on": False, "floats": False}  # set while torch.compile traces a course op's implementation (course/ops.py)
 _MAX_KEYS = 4096  # distinct keys remembered per kernel before starting over (a long run of new shapes)
 
 
@@ -62,31 +62,36 @@ class Untraceable(Exception):
     or None. The op being traced stays one opaque node.
 
     - A TMA descriptor made on the host: AOTAutograd's tracing cannot record one.
-    - A float: Inductor passes a Python float to a kernel as a float64 (its `_use_fp64_for_unbacked_floats`),
-      where Triton's own launch passes a float32, so the kernel would compute in float64. Measured on an H200:
+    - A float, unless the op says its kernels cast their floats to float32 (`traced_launches(floats=True)`):
+      Inductor passes a Python float to a kernel as a float64 (its `_use_fp64_for_unbacked_floats`), where
+      Triton's own launch passes a float32, so the kernel would compute in float64. Measured on an H200:
       the flash attention decode kernel then failed to compile (at its dot, whose accumulator the scale turns
       float64), and a compiled training step ran 17% slower (results/h200/traced_ops.md)."""
 
 
 @contextlib.contextmanager
-def traced_launches() -> Iterator[None]:
+def traced_launches(floats: bool = False) -> Iterator[None]:
     """While open, every launch is recorded for Inductor (`torch.library.wrap_triton`) instead of run: the
     tensors are a trace's, with shapes and no data. course/ops.py opens it while torch.compile traces a course
-    op's implementation, so that the compiled program launches the kernels itself."""
-    before = _TRACING["on"]
-    _TRACING["on"] = True
+    op's implementation, so that the compiled program launches the kernels itself. `floats=True` records
+    float arguments too: for kernels that cast each float argument to float32 before using it, which then
+    compute the same from Inductor's float64 as from Triton's float32."""
+    before = dict(_TRACING)
+    _TRACING["on"], _TRACING["floats"] = True, floats
     try:
         yield
     finally:
-        _TRACING["on"] = before
+        _TRACING.update(before)
 
 
 _TRACEABLE = (_TENSOR, int, type(None))  # bool is an int
+_TRACEABLE_WITH_FLOATS = (*_TRACEABLE, float)
 
 
 def _record(kernel: Any, grid: Any, args: tuple, meta: dict[str, Any]) -> None:
     """The launch, recorded as a node of the graph being traced."""
-    if not all(isinstance(a, _TRACEABLE) for a in args):
+    allowed = _TRACEABLE_WITH_FLOATS if _TRACING["floats"] else _TRACEABLE
+    if not all(isinstance(a, allowed) for a in args):
         raise Untraceable(f"{getattr(kernel, '__name__', kernel)} takes an argument a graph cannot hold")
     torch.library.wrap_triton(kernel)[grid](*args, **meta)
 

@@ -30,7 +30,8 @@ interpreter), an op is also *traced*: when torch.compile's AOTAutograd reaches i
 the trace's tensors, each launch is recorded with `torch.library.wrap_triton` (course/launch.py), and Inductor
 puts the kernels into the program it generates and launches them itself, as it does for a
 `torch.library.triton_op`. An op stays opaque where one of its launches takes an argument the graph cannot
-hold as Triton would (a TMA descriptor made on the host, a float: `course.launch.Untraceable` says why), where
+hold as Triton would (a TMA descriptor made on the host, a float unless its kernels cast floats to float32:
+`course.launch.Untraceable` says why), where
 the compiled program's shapes are symbolic (its launcher chooses settings by shape), where it is defined with
 `traced=False` (its launcher keeps state between calls), where the launcher cannot run on a trace's tensors at all
 (it reads a value on the host, say), and in `torch.export`, which keeps a triton_op whole too.
@@ -110,12 +111,15 @@ class OpLibrary:
         return f"{self.namespace}::{name}"
 
     def op(
-        self, name: str, schema: str, fake: Callable[..., Any], traced: bool = True
+        self, name: str, schema: str, fake: Callable[..., Any], traced: bool = True, float32_floats: bool = False
     ) -> Callable[[Callable[..., Any]], Any]:
         """Decorator: define `namespace::name` with this schema, the decorated function as its implementation
         on every device, and `fake` as its fake (meta) implementation. Returns the op, a `CourseOp`.
         `traced=False` keeps the op opaque to torch.compile everywhere: for a launcher with state that lives
         between calls (a buffer it keeps), which a traced graph would copy instead of share.
+        `float32_floats=True` lets a launch with float arguments be traced: say it only where every kernel the
+        op launches casts each float argument to float32 before using it (`eps = tl.cast(eps, tl.float32)`), so that
+        Inductor's float64 gives what Triton's float32 gives.
 
         The schema is given rather than inferred from type hints so that one text means the same op on every
         torch version the course supports. Outputs are new tensors, never an input or a view of one.
@@ -132,7 +136,7 @@ class OpLibrary:
             torch.library.register_fake(f"{namespace}::{op_name}", fake, lib=lib)
             if traced and _CAN_TRACE and not interpreter_requested():  # interpreted kernels cannot be recorded
                 torch.library.register_torch_dispatch(
-                    f"{namespace}::{op_name}", FunctionalTensorMode, _traced_rule(impl), lib=lib
+                    f"{namespace}::{op_name}", FunctionalTensorMode, _traced_rule(impl, float32_floats), lib=lib
                 )
             _LIBRARIES.append(lib)  # a Library that is garbage collected takes its registrations with it
             overload = getattr(getattr(torch.ops, namespace), op_name).default
@@ -171,7 +175,7 @@ def _symbolic(args: tuple, kwargs: dict) -> bool:
     return False
 
 
-def _traced_rule(impl: Callable[..., Any]) -> Callable[..., Any]:
+def _traced_rule(impl: Callable[..., Any], floats: bool) -> Callable[..., Any]:
     """What an op does under AOTAutograd's functionalization: run its implementation on the trace's tensors with
     every launch recorded (so Inductor sees the kernels), or, where a launch cannot be recorded, stay one op."""
 
@@ -182,7 +186,7 @@ def _traced_rule(impl: Callable[..., Any]) -> Callable[..., Any]:
         exporting = not getattr(torch._functorch.config, "decompose_custom_triton_ops", True)
         if _TRACE_INTO["on"] and plain and not exporting and not _symbolic(args, kwargs):
             try:
-                with mode, traced_launches():
+                with mode, traced_launches(floats):
                     return impl(*args, **kwargs)
             except Untraceable:
                 pass  # what the implementation traced so far is left unused, and the compiler drops it

@@ -49,8 +49,8 @@ def library() -> dict[str, Any]:
         return torch.empty_like(x)
 
     def define(name: str, extra: tuple, schema: str = "(Tensor x) -> Tensor", traced: bool = True,
-               rows: bool = True) -> Any:  # fmt: skip
-        @ops.op(name, schema, like, traced=traced)
+               rows: bool = True, float32_floats: bool = False) -> Any:  # fmt: skip
+        @ops.op(name, schema, like, traced=traced, float32_floats=float32_floats)
         def op(x: torch.Tensor, *args: Any) -> torch.Tensor:
             y = torch.empty_like(x)
             course.launch.launch(KERNEL, (1,), x, y, *((x.shape[0],) if rows else ()), *extra, BLOCK=16)
@@ -70,6 +70,7 @@ def library() -> dict[str, Any]:
     made = {
         "plain": define("doubled", ()),
         "float": define("doubled_eps", (1e-6,)),
+        "float32 float": define("doubled_eps32", (1e-6,), float32_floats=True),  # its kernel casts eps first
         "descriptor": define("doubled_desc", (object(),)),
         "stateful": define("doubled_kept", (), traced=False),
         "no sizes": define("doubled_anywhere", (), rows=False),  # a launch that would trace with symbolic shapes
@@ -100,9 +101,11 @@ def _x(rows: int = 5) -> torch.Tensor:
     return torch.randn(rows, 3)
 
 
-def test_a_plain_op_is_traced_into_its_launches(stand_in: dict) -> None:
+@pytest.mark.parametrize("kind", ["plain", "float32 float"])
+def test_a_plain_op_is_traced_into_its_launches(stand_in: dict, kind: str) -> None:
+    """A float argument is recorded too where the op says its kernels cast floats to float32."""
     x = _x()
-    out, code = _graph(lambda t: stand_in["plain"](t) + 1, x)
+    out, code = _graph(lambda t: stand_in[kind](t) + 1, x)
     torch.testing.assert_close(out, 2 * x + 1, rtol=0, atol=0)
     assert "aten.mul" in code and "course_file" not in code
 
@@ -179,8 +182,14 @@ def test_a_recorded_launch_refuses_what_the_graph_would_change() -> None:
         for bad in (0.5, object()):
             with pytest.raises(course.launch.Untraceable):
                 course.launch.launch(Recorder(), (3,), x, y, bad, BLOCK=8)
-    assert calls == [((3,), (x, y, 4, True, None), {"BLOCK": 8}), ((2, 1), (x, y, 4), {"BLOCK": 8})]
-    assert course.launch._TRACING["on"] is False
+        with course.launch.traced_launches(floats=True):
+            course.launch.launch(Recorder(), (5,), x, y, 0.5, BLOCK=8)
+            with pytest.raises(course.launch.Untraceable):
+                course.launch.launch(Recorder(), (5,), x, y, object(), BLOCK=8)
+        assert course.launch._TRACING == {"on": True, "floats": False}
+    assert calls == [((3,), (x, y, 4, True, None), {"BLOCK": 8}), ((2, 1), (x, y, 4), {"BLOCK": 8}),
+                     ((5,), (x, y, 0.5), {"BLOCK": 8})]
+    assert course.launch._TRACING == {"on": False, "floats": False}
 
 
 @pytest.mark.parametrize("offset", [0, 1, 2, 3])

@@ -45,6 +45,7 @@ def _rmsnorm_fwd_kernel(
     STORE_RSTD: tl.constexpr,  # save rstd for the backward
 ):
     """Each program normalises BLOCK_M rows; all arithmetic is float32, rounded once on the store."""
+    eps = tl.cast(eps, tl.float32)  # Triton's launch passes a float as float32, torch.compile's Inductor as float64
     # TODO(rmsnorm.forward)
     #   One program owns BLOCK_M rows: rstd = 1/sqrt(mean(x*x) + eps) per row in float32, y = x * rstd * w
     #   in y's dtype, masks on rows and columns; store rstd when STORE_RSTD.
@@ -326,7 +327,8 @@ def _rmsnorm_forward_fake(x: torch.Tensor, weight: torch.Tensor, eps: float, sto
     return torch.empty_like(x), x.new_empty(rows, dtype=torch.float32)
 
 
-@OPS.op("rmsnorm_forward", "(Tensor x, Tensor weight, float eps, bool store_rstd) -> (Tensor, Tensor)", _rmsnorm_forward_fake)
+@OPS.op("rmsnorm_forward", "(Tensor x, Tensor weight, float eps, bool store_rstd) -> (Tensor, Tensor)", _rmsnorm_forward_fake,
+        float32_floats=True)  # the kernel casts eps to float32 first
 def rmsnorm_forward_op(x: torch.Tensor, weight: torch.Tensor, eps: float, store_rstd: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """y and rstd (M,), or an empty rstd when it is not stored (an op returns tensors, never None)."""
     y, rstd = rmsnorm_forward(x, weight, eps, store_rstd)
