@@ -31,10 +31,10 @@ the trace's tensors, each launch is recorded with `torch.library.wrap_triton` (c
 puts the kernels into the program it generates and launches them itself, as it does for a
 `torch.library.triton_op`. An op stays opaque where one of its launches takes an argument the graph cannot
 hold as Triton would (a TMA descriptor made on the host, a float unless its kernels cast floats to float32:
-`course.launch.Untraceable` says why), where
-the compiled program's shapes are symbolic (its launcher chooses settings by shape), where it is defined with
-`traced=False` (its launcher keeps state between calls), where the launcher cannot run on a trace's tensors at all
-(it reads a value on the host, say), and in `torch.export`, which keeps a triton_op whole too.
+`course.launch.Untraceable` says why), where the compiled program's shapes are symbolic (its launcher chooses
+settings by shape), where it is defined with `traced=False` (its launcher keeps state between calls), where
+the launcher cannot run on a trace's tensors at all (it reads a value on the host, say), and in
+`torch.export`, which keeps a triton_op whole too.
 """
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ class OpLibrary:
         `traced=False` keeps the op opaque to torch.compile everywhere: for a launcher with state that lives
         between calls (a buffer it keeps), which a traced graph would copy instead of share.
         `float32_floats=True` lets a launch with float arguments be traced: say it only where every kernel the
-        op launches casts each float argument to float32 before using it (`eps = tl.cast(eps, tl.float32)`), so that
-        Inductor's float64 gives what Triton's float32 gives.
+        op launches casts each float argument to float32 before using it (`eps = tl.cast(eps, tl.float32)`),
+        so that Inductor's float64 gives what Triton's float32 gives.
 
         The schema is given rather than inferred from type hints so that one text means the same op on every
         torch version the course supports. Outputs are new tensors, never an input or a view of one.
@@ -146,7 +146,8 @@ class OpLibrary:
         return define
 
 
-_CAN_TRACE = hasattr(torch.library, "wrap_triton") and hasattr(torch.library, "register_torch_dispatch")  # torch >= 2.6
+# torch >= 2.6 has both
+_CAN_TRACE = hasattr(torch.library, "wrap_triton") and hasattr(torch.library, "register_torch_dispatch")
 _TRACE_INTO = {"on": True}
 _TRACE_TYPES = (torch.Tensor, FunctionalTensor)
 
