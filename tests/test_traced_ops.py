@@ -87,7 +87,9 @@ def stand_in(library: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[s
     return library
 
 
-def _graph(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, dynamic: bool = False) -> tuple[torch.Tensor, str]:
+def _graph(
+    fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, dynamic: bool = False
+) -> tuple[torch.Tensor, str]:
     torch._dynamo.reset()
     recorder = AotEagerAndRecordGraphs()
     if dynamic:
