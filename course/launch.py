@@ -236,7 +236,7 @@ class LaunchPlan:
         key = tuple(key)
         bound = self._known.get(key)
         if bound is None:
-            self._first(key, tensors)
+            _first_launch(kernel, grid, key, (*tensors, *self.scalars), self.meta, self._known, 64)
             return
         if _GPU["hooked"]():
             kernel[grid](*tensors, *self.scalars, **self.meta)
@@ -244,17 +244,6 @@ class LaunchPlan:
         n = len(grid)
         bound.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, _GPU["stream"](device), bound.function,
                   bound.metadata, None, None, None, *tensors, *self.scalars, *bound.tail)  # fmt: skip
-
-    def _first(self, key: tuple, tensors: tuple) -> None:
-        args = (*tensors, *self.scalars)
-        compiled = self.kernel[self.grid](*args, **self.meta)
-        bound = _bindable(self.kernel, compiled, args, self.meta)
-        if bound is None:
-            _PLAIN[id(self.kernel)] = self.kernel
-        elif key[0] is not None:  # once the GPU is known (the first direct-capable launch finds it)
-            if len(self._known) >= 64:
-                self._known.clear()
-            self._known[key] = bound
 
 
 def _hooks_set() -> bool:
@@ -272,8 +261,12 @@ def _live(hook: Any) -> bool:
     return calls is None or bool(calls)
 
 
-def _first_launch(kernel: Any, grid: tuple[int, ...], key: tuple, args: tuple, meta: dict[str, Any]) -> None:
-    """Launch through Triton, and remember the compiled kernel it returns when it can be called directly."""
+def _first_launch(
+    kernel: Any, grid: tuple[int, ...], key: tuple, args: tuple, meta: dict[str, Any],
+    known: dict[tuple, _Bound] | None = None, limit: int = _MAX_KEYS,
+) -> None:  # fmt: skip
+    """Launch through Triton, and remember the compiled kernel it returns when it can be called directly: in
+    `known` (a LaunchPlan's keys), else among the kernel's keys for `launch`."""
     compiled = kernel[grid](*args, **meta)
     bound = _bindable(kernel, compiled, args, meta)
     if bound is None:
@@ -281,8 +274,9 @@ def _first_launch(kernel: Any, grid: tuple[int, ...], key: tuple, args: tuple, m
         return
     if key[0] is None:  # the first direct-capable launch: the device is part of every key from now on
         return
-    known = _BOUND.setdefault(id(kernel), (kernel, {}))[1]
-    if len(known) >= _MAX_KEYS:
+    if known is None:
+        known = _BOUND.setdefault(id(kernel), (kernel, {}))[1]
+    if len(known) >= limit:
         known.clear()
     known[key] = bound
 

@@ -49,7 +49,7 @@ from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTens
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from course.env import interpreter_requested
-from course.launch import Untraceable, traced_launches
+from course.launch import traced_launches
 
 NAMESPACE_PREFIX = "course"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -189,10 +189,8 @@ def _traced_rule(impl: Callable[..., Any], floats: bool) -> Callable[..., Any]:
             try:
                 with mode, traced_launches(floats):
                     return impl(*args, **kwargs)
-            except Untraceable:
-                pass  # what the implementation traced so far is left unused, and the compiler drops it
-            except Exception:  # noqa: BLE001 - a launcher that cannot run on a trace's tensors (yours, edited)
-                pass  # the opaque op computes the same, as it did before ops were traced
+            except Exception:  # noqa: BLE001 - Untraceable, or a launcher that cannot run on a trace's tensors
+                pass  # the opaque op computes the same; what was traced so far is unused, and the compiler drops it
         return mode.__torch_dispatch__(func, types, args, kwargs)
 
     return rule
