@@ -87,7 +87,8 @@ def test_dropping_the_k_remainder_passes_where_k_is_a_whole_number_of_steps() ->
         "float32 M=1 K=512 N=33 group_size=32", "float32 M=2 K=384 N=17 group_size=128",
         "float32 M=1 K=2048 N=130 group_size=256 dist=extreme", "float32 M=2 K=1024 N=70 group_size=32",
         "float32 M=3 K=384 N=17 group_size=128", "float32 M=40 K=192 N=130 group_size=64",
-        "float32 M=3 K=384 N=200 group_size=128"}
+        "float32 M=3 K=384 N=200 group_size=128", "float32 M=40 K=256 N=33 group_size=128",
+        "float32 M=3 K=256 N=520 group_size=64"}
 
 
 def test_the_torch_matmul_submission_is_correct_but_refused_for_the_rule_alone() -> None:

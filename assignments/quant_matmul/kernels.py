@@ -68,6 +68,31 @@ def _planes_to_k(p0, p1, p2, p3, p4, p5, p6, p7):
 
 
 @triton.jit
+def _k_to_planes(t):
+    """(8C, M) in k order -> the eight (C, M) planes, plane i holding rows 8j + i: _planes_to_k's inverse
+    along the first axis, as a tuple."""
+    # [j, a, b, c, m] with k = 8j + 4a + 2b + c, then m moved before the three size-2 axes, which tl.split
+    # takes off from the last: c first, then b, then a
+    t = tl.permute(tl.reshape(t, (t.shape[0] // 8, 2, 2, 2, t.shape[1])), (0, 4, 1, 2, 3))
+    c0, c1 = tl.split(t)
+    c0b0, c0b1 = tl.split(c0)
+    c1b0, c1b1 = tl.split(c1)
+    p0, p4 = tl.split(c0b0)
+    p2, p6 = tl.split(c0b1)
+    p1, p5 = tl.split(c1b0)
+    p3, p7 = tl.split(c1b1)
+    return p0, p1, p2, p3, p4, p5, p6, p7
+
+
+@triton.jit
+def _field_exact(word_magic, mask: tl.constexpr, zero: tl.constexpr, bit: tl.constexpr):
+    """v - zero as float32, exactly, for the field v = word & mask at bit `bit`: _field's float 2**23 + v * 2**bit
+    times 2**-bit (exact) minus 2**(23 - bit) + zero, in one FMA (the sum v - zero is representable)."""
+    raw = (word_magic & (MAGIC | mask)).to(tl.float32, bitcast=True)
+    return raw * (1.0 / (1 << bit)) - (TWO_23 / (1 << bit) + zero)
+
+
+@triton.jit
 def _quads_to_k(p0, p1, p2, p3):
     """Four (R, C) planes -> (R, 4C) with plane i of column j at 4j + i."""
     w = tl.join(tl.join(p0, p2), tl.join(p1, p3))
@@ -339,19 +364,27 @@ def _w4a16_dot_kernel(
     GROUP_SIZE: tl.constexpr,
     BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA
     BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA
-    BLOCK_W: tl.constexpr,  # words per row per step (BLOCK_K = 8 * BLOCK_W)
+    BLOCK_W: tl.constexpr,  # words per row per step (BLOCK_K = 8 * BLOCK_W); each plane's dot is BLOCK_W deep
     EVEN_K: tl.constexpr,
     DOT_16BIT: tl.constexpr,
     PRECISION: tl.constexpr,
     SPLIT: tl.constexpr,
+    PLANES: tl.constexpr,  # eight thin products a step, one per nibble plane; else one wide one in k order
 ):
     """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): the tile of y at (rows j*BLOCK_M..,
-    channels i*BLOCK_N..), computed as its transpose: decoded weights (BLOCK_N, BLOCK_K) @ x tile
-    (BLOCK_K, BLOCK_M), with the dequantization in the inner loop."""
+    channels i*BLOCK_N..), computed as its transpose, with the dequantization in the loop, one of two ways.
+    With PLANES (few rows, where the decode is the work): nibble i of the step's words is a (BLOCK_N, BLOCK_W)
+    operand of its own, the weights at k = 8j + i, and it meets the activations x[8j + i]: eight thin products
+    a step, each decoded where the tensor cores read it. Without (many rows, where the products are the work):
+    the decoded tile goes back into k order, (BLOCK_N, BLOCK_K), for one wide product with the x tile."""
     # TODO(quant_matmul.w4a16)
-    #   Per step, a tl.dot of decoded weights (BLOCK_N, BLOCK_K) and x as a (BLOCK_K, BLOCK_M) float32 tile,
-    #   each weight scaled by its group's scale (before or after the dot); finish with _finish_tile, addressed as
-    #   in the W8A16 dot kernel.
+    #   Per step, load the (BLOCK_N, BLOCK_W) words and x as a (BLOCK_K, BLOCK_M) tile. With PLANES, split x into
+    #   its eight planes with _k_to_planes and, for each nibble plane i, add tl.dot(codes_i, x_i), codes_i the
+    #   q - 8 of nibble i (_field_exact decodes it exactly, in place); without, decode the tile in k order
+    #   (_decode_nibbles times _nibble_unscale) for one tl.dot. Operands in x's dtype (DOT_16BIT: q - 8 is exact
+    #   there) or float32 at PRECISION, sums in float32. Scale by scales[n, k // GROUP_SIZE]: per row after the
+    #   step's products when the step lies in one group, else per word before them. Finish with _finish_tile,
+    #   addressed as in the W8A16 dot kernel.
     #   More: python -m autograder hint quant_matmul.w4a16
     raise NotImplementedError("TODO(quant_matmul.w4a16): not implemented yet; see README.md")
 
@@ -383,9 +416,14 @@ class DotConfig:
     num_stages: int
     programs_per_sm: int
     dot_16bit: bool = False  # 16-bit x: dot in x's dtype (exact weights) rather than tf32 (float32 operands)
+    planes: bool = False  # W4A16: one product per nibble plane, decoded in the MMA's operand layout (few rows)
 
 
 DEFAULT_GEMV_MAX_M = 1
+# The W4A16 dot kernel by nibble planes up to this many rows: on an H200, 1.02-1.36x the one wide product from 2
+# to 32 rows; from 64 rows on 0.74-0.91x on 8 of 9 shapes (results/h200/w4a16_planes.md). Its reason (no
+# decoded tile through shared memory) holds on any GPU with tensor cores; only the H200 has measured it.
+DEFAULT_PLANES_MAX_M = 32
 
 
 def default_config(bits: int, m: int, num_stages: int = 2) -> GemvConfig | DotConfig:  # pragma: no cover - GPU only: a GPU with no measured entry
@@ -394,7 +432,8 @@ def default_config(bits: int, m: int, num_stages: int = 2) -> GemvConfig | DotCo
         return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
                           programs_per_sm=8)
     return DotConfig(block_n=64, block_m=min(max(16, next_power_of_2(m)), 32), block_k=128, num_warps=4,
-                     num_stages=num_stages, programs_per_sm=2, dot_16bit=True)
+                     num_stages=num_stages, programs_per_sm=2, dot_16bit=True,
+                     planes=bits == 4 and m <= DEFAULT_PLANES_MAX_M)
 
 
 # A float32 dot keeps its operands in shared memory as float32: two stages of the default tile take 100 KB with
@@ -441,9 +480,9 @@ def _gemv(bn: int, bk: int, warps: int, per_sm: int, stages: int = 3) -> dict:
     return _as_entry(GemvConfig(block_n=bn, block_k=bk, num_warps=warps, programs_per_sm=per_sm, num_stages=stages))
 
 
-def _dot(bn: int, bm: int, bk: int, warps: int, stages: int, per_sm: int) -> dict:
+def _dot(bn: int, bm: int, bk: int, warps: int, stages: int, per_sm: int, planes: bool = False) -> dict:
     return _as_entry(DotConfig(block_n=bn, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages,
-                               programs_per_sm=per_sm, dot_16bit=True))  # fmt: skip
+                               programs_per_sm=per_sm, dot_16bit=True, planes=planes))  # fmt: skip
 
 
 def _w(bits: int, m: int, k: int = 4096, ns: tuple[int, ...] = (14336,)) -> list[dict]:
@@ -458,10 +497,10 @@ SEARCH_SPACE = [
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=1": _w(4, 1, ns=(14336, 4096))},
                 [_gemv(32, 128, 2, 8), _gemv(16, 128, 1, 16), _gemv(64, 128, 2, 8), _gemv(32, 256, 4, 8), _gemv(32, 128, 2, 16)]),
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=16": _w(4, 16, ns=(14336, 4096))},
-                [_dot(64, 16, 128, 4, 3, 4), _dot(64, 16, 128, 4, 3, 2), _dot(64, 16, 128, 4, 3, 8), _dot(128, 16, 128, 4, 3, 2),
-                 _dot(64, 16, 128, 4, 2, 4)]),
+                [_dot(128, 16, 128, 4, 3, 2, planes=True), _dot(128, 16, 128, 4, 3, 4, planes=True), _dot(128, 16, 128, 4, 4, 2, planes=True),
+                 _dot(64, 16, 128, 4, 3, 4, planes=True), _dot(64, 16, 128, 4, 3, 4)]),
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=64": _w(4, 64, ns=(14336, 4096))},
-                [_dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1), _dot(64, 64, 128, 4, 2, 2), _dot(128, 64, 128, 8, 3, 1)]),
+                [_dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1), _dot(128, 64, 128, 8, 3, 1), _dot(128, 64, 128, 8, 3, 1, planes=True)]),
     SearchSpace("w8", "quant_matmul.w8a16", {"m<=1": _w(8, 1)},
                 [_gemv(16, 512, 2, 2), _gemv(16, 256, 2, 8), _gemv(8, 1024, 4, 2), _gemv(16, 512, 4, 2), _gemv(32, 512, 4, 2)]),
     SearchSpace("w8", "quant_matmul.w8a16", {"m<=16": _w(8, 16)},
@@ -602,7 +641,7 @@ def _w4a16_plan(
     else:
         kernel, tiles_n, tiles_m = _w4a16_dot_kernel, cdiv(n, cfg.block_n), cdiv(m, cfg.block_m)
         meta = dict(BLOCK_M=cfg.block_m, DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32,
-                    PRECISION=_precision(x.dtype))  # fmt: skip
+                    PRECISION=_precision(x.dtype), PLANES=cfg.planes)  # fmt: skip
     tiles = tiles_n * tiles_m
     splits, k_split = _split_k(tiles, k, cfg.block_k, cfg.programs_per_sm, device_of(x))
     scalars = (m, n, k, x.stride(0), words.stride(0), scales.stride(0), n, k_split)  # y's row stride is n

@@ -219,13 +219,16 @@ TOLERANCES = {
 # cases that reach every path of the reference's kernels: whole steps (K = 256) in the GEMV and the dot,
 # a one-row product of K = 2049 whose split-K programs walk several steps each (the last holding one
 # weight), the W4A16 GEMV whose steps lie inside one scale group of 256, several to a program, a two-row
-# W4A16 GEMV split over K on three column tiles (the H200 runs the GEMV up to two rows: its programs must
-# count their splits per row and tile; the CPU tier's table sends two rows to the GEMV too), the W4A16 dot
+# W4A16 GEMV split over K on three column tiles (a table may send the GEMV more than one row: its programs
+# must count their splits per row and tile; the CPU tier's table sends it two), the W4A16 dot
 # over whole steps inside one scale group (3 x 384, groups of 128), and 40 x 130 products, several tiles of
 # the dot kernels each way. Two more reach what those do not: a one-row W8A16 product of K = 257 on 505
 # channels (32 column tiles: no split) whose second step, which the first step's prefetch loads, holds one
 # weight; and a W4A16 dot of 3 x 384 with groups of 128 on 200 channels (4 column tiles), whose K splits in
-# two and whose first split adds up two whole steps, each scaled by its group after the dot.
+# two and whose first split adds up two whole steps, each scaled by its group after the dot. The W4A16 dot
+# runs by nibble planes up to 32 rows and as one wide product above (the CPU tier's table, like the H200's).
+# 40 x 256 with groups of 128 is the wide product's whole steps inside one group; 3 x 256 x 520 with groups of 64
+# has enough column tiles (9) that K is not split, so each program adds up two steps scaled per word.
 CPU_W8 = [
     {"M": 1, "K": 100, "N": 37},
     {"M": 3, "K": 64, "N": 5},
@@ -250,6 +253,8 @@ CPU_W4 = [
     {"M": 2, "K": 1024, "N": 70, "group_size": 32},
     {"M": 40, "K": 192, "N": 130, "group_size": 64},
     {"M": 3, "K": 384, "N": 200, "group_size": 128},
+    {"M": 40, "K": 256, "N": 33, "group_size": 128},
+    {"M": 3, "K": 256, "N": 520, "group_size": 64},
 ]
 # LLM shapes (Llama-3-8B's projections: 4096 -> 4096, 4096 -> 14336, 14336 -> 4096) at decode (M = 1) and
 # small-batch sizes, and odd ones: N not a multiple of any block, K not a power of two.

@@ -153,6 +153,9 @@ def main() -> None:
               "another run on the H100 (`results/h100/speed_candidates/bench_variants.md`) GemLite 0.6's M=1 output "
               "was outside the course's tolerance on 2% of its elements against the float64 reference, so its "
               "M=1 time is not a like-for-like anchor.",
+              "- W4A16 at M = 2..32: the H200's rows (2026-11-28) are after the dot kernel began to take one product per "
+              "nibble plane (`results/h200/w4a16_planes.md`: 1.29x the kernel before at 16x4096x14336); the H100's "
+              "(2026-11-25) are before it, and the H100 has not measured the planes.",
               "- The H100 has no full flash attention sweep committed: 512, 8192 and 16384 tokens and 1024 decode keys "
               "were measured on the H200 only.",
               "- Softmax at 1024x128256 is the split solution's A/B (do_bench, three interleaved rounds); the fusion "

@@ -68,6 +68,31 @@ def _planes_to_k(p0, p1, p2, p3, p4, p5, p6, p7):
 
 
 @triton.jit
+def _k_to_planes(t):
+    """(8C, M) in k order -> the eight (C, M) planes, plane i holding rows 8j + i: _planes_to_k's inverse
+    along the first axis, as a tuple."""
+    # [j, a, b, c, m] with k = 8j + 4a + 2b + c, then m moved before the three size-2 axes, which tl.split
+    # takes off from the last: c first, then b, then a
+    t = tl.permute(tl.reshape(t, (t.shape[0] // 8, 2, 2, 2, t.shape[1])), (0, 4, 1, 2, 3))
+    c0, c1 = tl.split(t)
+    c0b0, c0b1 = tl.split(c0)
+    c1b0, c1b1 = tl.split(c1)
+    p0, p4 = tl.split(c0b0)
+    p2, p6 = tl.split(c0b1)
+    p1, p5 = tl.split(c1b0)
+    p3, p7 = tl.split(c1b1)
+    return p0, p1, p2, p3, p4, p5, p6, p7
+
+
+@triton.jit
+def _field_exact(word_magic, mask: tl.constexpr, zero: tl.constexpr, bit: tl.constexpr):
+    """v - zero as float32, exactly, for the field v = word & mask at bit `bit`: _field's float 2**23 + v * 2**bit
+    times 2**-bit (exact) minus 2**(23 - bit) + zero, in one FMA (the sum v - zero is representable)."""
+    raw = (word_magic & (MAGIC | mask)).to(tl.float32, bitcast=True)
+    return raw * (1.0 / (1 << bit)) - (TWO_23 / (1 << bit) + zero)
+
+
+@triton.jit
 def _quads_to_k(p0, p1, p2, p3):
     """Four (R, C) planes -> (R, 4C) with plane i of column j at 4j + i."""
     w = tl.join(tl.join(p0, p2), tl.join(p1, p3))
@@ -457,19 +482,27 @@ def _w4a16_dot_kernel(
     GROUP_SIZE: tl.constexpr,
     BLOCK_N: tl.constexpr,  # output channels per program: the M side of the MMA
     BLOCK_M: tl.constexpr,  # activation rows per program: the N side of the MMA
-    BLOCK_W: tl.constexpr,  # words per row per step (BLOCK_K = 8 * BLOCK_W)
+    BLOCK_W: tl.constexpr,  # words per row per step (BLOCK_K = 8 * BLOCK_W); each plane's dot is BLOCK_W deep
     EVEN_K: tl.constexpr,
     DOT_16BIT: tl.constexpr,
     PRECISION: tl.constexpr,
     SPLIT: tl.constexpr,
+    PLANES: tl.constexpr,  # eight thin products a step, one per nibble plane; else one wide one in k order
 ):
     """Grid (cdiv(N, BLOCK_N), n_splits, cdiv(M, BLOCK_M)): the tile of y at (rows j*BLOCK_M..,
-    channels i*BLOCK_N..), computed as its transpose: decoded weights (BLOCK_N, BLOCK_K) @ x tile
-    (BLOCK_K, BLOCK_M), with the dequantization in the inner loop."""
+    channels i*BLOCK_N..), computed as its transpose, with the dequantization in the loop, one of two ways.
+    With PLANES (few rows, where the decode is the work): nibble i of the step's words is a (BLOCK_N, BLOCK_W)
+    operand of its own, the weights at k = 8j + i, and it meets the activations x[8j + i]: eight thin products
+    a step, each decoded where the tensor cores read it. Without (many rows, where the products are the work):
+    the decoded tile goes back into k order, (BLOCK_N, BLOCK_K), for one wide product with the x tile."""
     ### BEGIN SOLUTION quant_matmul.w4a16
-    #> Per step, a tl.dot of decoded weights (BLOCK_N, BLOCK_K) and x as a (BLOCK_K, BLOCK_M) float32 tile,
-    #> each weight scaled by its group's scale (before or after the dot); finish with _finish_tile, addressed as
-    #> in the W8A16 dot kernel.
+    #> Per step, load the (BLOCK_N, BLOCK_W) words and x as a (BLOCK_K, BLOCK_M) tile. With PLANES, split x into
+    #> its eight planes with _k_to_planes and, for each nibble plane i, add tl.dot(codes_i, x_i), codes_i the
+    #> q - 8 of nibble i (_field_exact decodes it exactly, in place); without, decode the tile in k order
+    #> (_decode_nibbles times _nibble_unscale) for one tl.dot. Operands in x's dtype (DOT_16BIT: q - 8 is exact
+    #> there) or float32 at PRECISION, sums in float32. Scale by scales[n, k // GROUP_SIZE]: per row after the
+    #> step's products when the step lies in one group, else per word before them. Finish with _finish_tile,
+    #> addressed as in the W8A16 dot kernel.
     #> More: python -m autograder hint quant_matmul.w4a16
     BLOCK_K: tl.constexpr = 8 * BLOCK_W
     pid_n = tl.program_id(0)
@@ -485,27 +518,53 @@ def _w4a16_dot_kernel(
     x_cols = x_ptr + tl.minimum(offs_m, M - 1).to(tl.int64)[None, :] * stride_xm
     k_start = pid_k * k_per_split
     k_end = tl.minimum(k_start + k_per_split, K)
-    unscale = _nibble_unscale(BLOCK_W)  # (1, BLOCK_K)
+    # the dot's operand type: x's own (16 bits hold q - 8 exactly), or float32 at PRECISION
+    DOT_TYPE: tl.constexpr = x_ptr.dtype.element_ty if DOT_16BIT else tl.float32
+    one_group: tl.constexpr = GROUP_SIZE % BLOCK_K == 0  # each step lies in one group
+    unscale = _nibble_unscale(BLOCK_W)  # (1, BLOCK_K), for the tile in k order
     acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
     for k0 in range(k_start, k_end, BLOCK_K):
-        w = _decode_nibbles(_load_words(w_rows, k0, k_end, BLOCK_W, EVEN_K))  # (BLOCK_N, BLOCK_K)
+        words = _load_words(w_rows, k0, k_end, BLOCK_W, EVEN_K)  # (BLOCK_N, BLOCK_W)
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
             xt = tl.load(x_cols + k[:, None])  # (BLOCK_K, BLOCK_M)
         else:
             xt = tl.load(x_cols + k[:, None], mask=(k < k_end)[:, None], other=0.0)
-        if DOT_16BIT:  # exact codes q - 8 in x's dtype, x as it is  # pragma: no cover - GPU tier only: 16-bit
-            a = w * unscale
-            b = xt
-        else:  # tf32: the codes as decoded, the activations times the factors to undo
-            a = w
-            b = xt.to(tl.float32) * tl.reshape(unscale, (BLOCK_K, 1))
-        if GROUP_SIZE % BLOCK_K == 0:  # one group per step: scale the step's product by row
-            s = tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
-            acc += tl.dot(a.to(b.dtype), b, input_precision=PRECISION) * s[:, None]
-        else:  # several groups per step: scale each weight before the dot
-            s = tl.load(s_rows[:, None] + (k // GROUP_SIZE)[None, :], mask=(k < k_end)[None, :], other=0.0)
-            acc = tl.dot((a * s.to(tl.float32)).to(b.dtype), b, acc, input_precision=PRECISION)
+        if not one_group:  # several groups per step: one scale per word (a word's 8 codes share a group)
+            s = tl.load(s_rows[:, None] + (k0 // 8 + tl.arange(0, BLOCK_W))[None, :] * 8 // GROUP_SIZE,
+                        mask=(k0 + 8 * tl.arange(0, BLOCK_W) < k_end)[None, :], other=0.0).to(tl.float32)
+        if PLANES:
+            # Nibble i of the words is a (BLOCK_N, BLOCK_W) operand of its own, elementwise in the words: Triton
+            # loads them straight into the MMA's operand layout and decodes them there, and no decoded tile
+            # goes through shared memory. x goes to the planes instead (a small tile): x_i[j] = x[8j + i].
+            x_planes = _k_to_planes(xt.to(DOT_TYPE))
+            lo = words | MAGIC  # nibbles 0..4 in bits 0..19, under the magic exponent
+            hi = (words >> 12) | MAGIC  # nibbles 5..7 in bits 8..19
+            step = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+            for i in tl.static_range(8):
+                if i < 5:
+                    codes = _field_exact(lo, 0xF << (4 * i), 8.0, 4 * i)  # (BLOCK_N, BLOCK_W): q - 8
+                else:
+                    codes = _field_exact(hi, 0xF << (4 * i - 12), 8.0, 4 * i - 12)
+                if not one_group:
+                    codes = codes * s
+                step = tl.dot(codes.to(DOT_TYPE), x_planes[i], step, input_precision=PRECISION)
+            if one_group:
+                # the step's one scale per row, requested after its eight products: 25.7 us against 29.2 requested
+                # before them, at 4x4096x14336 on an H200 (results/h200/w4a16_planes.md)
+                s = tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
+        else:
+            # One wide product: the tile back in k order (_planes_to_k), through shared memory into the MMA
+            if one_group:  # the step's one scale per row, requested before the product waits on it
+                s = tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
+            codes = _decode_nibbles(words) * unscale  # (BLOCK_N, BLOCK_K): q - 8
+            if not one_group:  # each word's scale to its 8 codes
+                codes = codes * tl.reshape(tl.broadcast_to(s[:, :, None], (BLOCK_N, BLOCK_W, 8)), (BLOCK_N, BLOCK_K))
+            step = tl.dot(codes.to(DOT_TYPE), xt.to(DOT_TYPE), input_precision=PRECISION)
+        if one_group:
+            acc += step * s[:, None]
+        else:
+            acc += step
     mn_mask = n_mask[:, None] & m_mask[None, :]
     tile_id = pid_m * tl.num_programs(0) + pid_n
     _finish_tile(acc, y_ptr + offs_m[None, :] * stride_ym + offs_n[:, None],
@@ -540,9 +599,14 @@ class DotConfig:
     num_stages: int
     programs_per_sm: int
     dot_16bit: bool = False  # 16-bit x: dot in x's dtype (exact weights) rather than tf32 (float32 operands)
+    planes: bool = False  # W4A16: one product per nibble plane, decoded in the MMA's operand layout (few rows)
 
 
 DEFAULT_GEMV_MAX_M = 1
+# The W4A16 dot kernel by nibble planes up to this many rows: on an H200, 1.02-1.36x the one wide product from 2
+# to 32 rows; from 64 rows on 0.74-0.91x on 8 of 9 shapes (results/h200/w4a16_planes.md). Its reason (no
+# decoded tile through shared memory) holds on any GPU with tensor cores; only the H200 has measured it.
+DEFAULT_PLANES_MAX_M = 32
 
 
 def default_config(bits: int, m: int, num_stages: int = 2) -> GemvConfig | DotConfig:  # pragma: no cover - GPU only: a GPU with no measured entry
@@ -551,7 +615,8 @@ def default_config(bits: int, m: int, num_stages: int = 2) -> GemvConfig | DotCo
         return GemvConfig(block_n=32 if bits == 4 else 16, block_k=128 if bits == 4 else 256, num_warps=2,
                           programs_per_sm=8)
     return DotConfig(block_n=64, block_m=min(max(16, next_power_of_2(m)), 32), block_k=128, num_warps=4,
-                     num_stages=num_stages, programs_per_sm=2, dot_16bit=True)
+                     num_stages=num_stages, programs_per_sm=2, dot_16bit=True,
+                     planes=bits == 4 and m <= DEFAULT_PLANES_MAX_M)
 
 
 # A float32 dot keeps its operands in shared memory as float32: two stages of the default tile take 100 KB with
@@ -598,9 +663,9 @@ def _gemv(bn: int, bk: int, warps: int, per_sm: int, stages: int = 3) -> dict:
     return _as_entry(GemvConfig(block_n=bn, block_k=bk, num_warps=warps, programs_per_sm=per_sm, num_stages=stages))
 
 
-def _dot(bn: int, bm: int, bk: int, warps: int, stages: int, per_sm: int) -> dict:
+def _dot(bn: int, bm: int, bk: int, warps: int, stages: int, per_sm: int, planes: bool = False) -> dict:
     return _as_entry(DotConfig(block_n=bn, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages,
-                               programs_per_sm=per_sm, dot_16bit=True))  # fmt: skip
+                               programs_per_sm=per_sm, dot_16bit=True, planes=planes))  # fmt: skip
 
 
 def _w(bits: int, m: int, k: int = 4096, ns: tuple[int, ...] = (14336,)) -> list[dict]:
@@ -615,10 +680,10 @@ SEARCH_SPACE = [
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=1": _w(4, 1, ns=(14336, 4096))},
                 [_gemv(32, 128, 2, 8), _gemv(16, 128, 1, 16), _gemv(64, 128, 2, 8), _gemv(32, 256, 4, 8), _gemv(32, 128, 2, 16)]),
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=16": _w(4, 16, ns=(14336, 4096))},
-                [_dot(64, 16, 128, 4, 3, 4), _dot(64, 16, 128, 4, 3, 2), _dot(64, 16, 128, 4, 3, 8), _dot(128, 16, 128, 4, 3, 2),
-                 _dot(64, 16, 128, 4, 2, 4)]),
+                [_dot(128, 16, 128, 4, 3, 2, planes=True), _dot(128, 16, 128, 4, 3, 4, planes=True), _dot(128, 16, 128, 4, 4, 2, planes=True),
+                 _dot(64, 16, 128, 4, 3, 4, planes=True), _dot(64, 16, 128, 4, 3, 4)]),
     SearchSpace("w4", "quant_matmul.w4a16", {"m<=64": _w(4, 64, ns=(14336, 4096))},
-                [_dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1), _dot(64, 64, 128, 4, 2, 2), _dot(128, 64, 128, 8, 3, 1)]),
+                [_dot(64, 64, 128, 4, 3, 1), _dot(128, 64, 128, 4, 3, 1), _dot(128, 64, 128, 8, 3, 1), _dot(128, 64, 128, 8, 3, 1, planes=True)]),
     SearchSpace("w8", "quant_matmul.w8a16", {"m<=1": _w(8, 1)},
                 [_gemv(16, 512, 2, 2), _gemv(16, 256, 2, 8), _gemv(8, 1024, 4, 2), _gemv(16, 512, 4, 2), _gemv(32, 512, 4, 2)]),
     SearchSpace("w8", "quant_matmul.w8a16", {"m<=16": _w(8, 16)},
@@ -759,7 +824,7 @@ def _w4a16_plan(
     else:
         kernel, tiles_n, tiles_m = _w4a16_dot_kernel, cdiv(n, cfg.block_n), cdiv(m, cfg.block_m)
         meta = dict(BLOCK_M=cfg.block_m, DOT_16BIT=cfg.dot_16bit and x.dtype != torch.float32,
-                    PRECISION=_precision(x.dtype))  # fmt: skip
+                    PRECISION=_precision(x.dtype), PLANES=cfg.planes)  # fmt: skip
     tiles = tiles_n * tiles_m
     splits, k_split = _split_k(tiles, k, cfg.block_k, cfg.programs_per_sm, device_of(x))
     scalars = (m, n, k, x.stride(0), words.stride(0), scales.stride(0), n, k_split)  # y's row stride is n
