@@ -378,13 +378,10 @@ def _w4a16_dot_kernel(
     a step, each decoded where the tensor cores read it. Without (many rows, where the products are the work):
     the decoded tile goes back into k order, (BLOCK_N, BLOCK_K), for one wide product with the x tile."""
     # TODO(quant_matmul.w4a16)
-    #   Per step, load the (BLOCK_N, BLOCK_W) words and x as a (BLOCK_K, BLOCK_M) tile. With PLANES, split x into
-    #   its eight planes with _k_to_planes and, for each nibble plane i, add tl.dot(codes_i, x_i), codes_i the
-    #   q - 8 of nibble i (_field_exact decodes it exactly, in place); without, decode the tile in k order
-    #   (_decode_nibbles times _nibble_unscale) for one tl.dot. Operands in x's dtype (DOT_16BIT: q - 8 is exact
-    #   there) or float32 at PRECISION, sums in float32. Scale by scales[n, k // GROUP_SIZE]: per row after the
-    #   step's products when the step lies in one group, else per word before them. Finish with _finish_tile,
-    #   addressed as in the W8A16 dot kernel.
+    #   Per step, the (BLOCK_N, BLOCK_W) words and x as a (BLOCK_K, BLOCK_M) tile: dot the codes q - 8 (x's dtype with
+    #   DOT_16BIT, else float32 at PRECISION) with x into float32 sums, scaled per row after the dot when the step lies
+    #   in one group, else per word before it. PLANES: one dot per nibble plane (_field_exact, _k_to_planes); else one
+    #   of the tile in k order (_decode_nibbles). Finish with _finish_tile, addressed as in the W8A16 dot kernel.
     #   More: python -m autograder hint quant_matmul.w4a16
     raise NotImplementedError("TODO(quant_matmul.w4a16): not implemented yet; see README.md")
 

@@ -17,6 +17,10 @@ loads the words from shared memory straight into the operand layout and decodes 
 Every output is checked against a float64 product of the dequantized weights; times use the grader's timer
 (flush, interleaved, medians of 20), fp16 and bf16, M = 1..64 on the three Llama-3-8B shapes.
 
+Two runs (results/h200/w4a16_planes.md): the first with VARIANTS = {"planes": SCALE_AFTER, "planes xsplit":
+SCALE_AFTER + XSPLIT, "planes scale-in": not SCALE_AFTER} over OLD_SETTINGS (w4a16_planes_probe_first.json), the
+second as this file stands, x split against x permuted by the launcher (XPERM), over SETTINGS.
+
     python results/provenance/w4a16_planes_probe.py OUT"""
 import itertools, json, sys
 from pathlib import Path
