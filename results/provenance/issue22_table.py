@@ -164,7 +164,11 @@ def main() -> None:
               "full of dirty lines that the timed call writes back while it reads. With a flush that leaves the L2 "
               "clean (`results/h200/flush_dirty.md`), on the H200: decode attention at 4096 keys 80% of copy "
               "(66% here) and 1.04x SDPA; a kernel that only reads 30 MiB, 68% (52%); the W4A16 GEMV at M=1 "
-              "barely moves (33%, 32%), so its miss is the kernel's own."]
+              "barely moves (33%, 32%), so its miss is the kernel's own.",
+              "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
+              "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
+              "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
+              "cuBLAS. Lecture 04, \"Stream-K, measured\"."]
     lines += ["", "Where a target is missed, the lecture of the module says by how much and why, measured: 02 "
               "(softmax, \"Rows split over programs\"), 04 (matmul, section 6), 08 (flash attention and decode), 09 "
               "(W4A16); the Nsight Compute readings are in `results/<gpu>/ncu_issue22/`."]
