@@ -165,8 +165,8 @@ def main() -> None:
               "clean (`results/h200/flush_dirty.md`), on the H200: decode attention at 4096 keys 80% of copy "
               "(66% here) and 1.04x SDPA; a kernel that only reads 30 MiB, 68% (52%); the W4A16 GEMV at M=1 "
               "barely moves (33%, 32%), so its miss is the kernel's own. Nor is it the GEMV's way of walking the "
-              "weights (a read with its pattern, 15.0 us against its 22.0) or its instruction count (a variant with a "
-              "quarter fewer, no faster): lecture 09, section 7.",
+              "weights (a read with its pattern, 15.0 us against its 22.0); a variant with a quarter fewer instructions was "
+              "no faster, having lost a quarter of its warps to registers: lecture 09, section 7.",
               "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "

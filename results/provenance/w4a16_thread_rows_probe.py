@@ -11,6 +11,7 @@ x comes in per step as (CHUNKS, 4, 8) (16-byte loads, the same addresses for eve
 nibble planes in registers.
 
     python results/provenance/w4a16_thread_rows_probe.py OUT          # on a GPU: OUT/w4a16_thread_rows_probe.json
+    python results/provenance/w4a16_thread_rows_probe.py OUT --ahead  # words one or two steps ahead: ..._ahead.json
     python results/provenance/w4a16_thread_rows_probe.py --sass       # on the CPU: sm_90 compilations, SASS per weight
     TRITON_INTERPRET=1 python results/provenance/w4a16_thread_rows_probe.py --dry   # checks it on the CPU
 """
@@ -54,9 +55,10 @@ def _x_planes(x_ptrs):
 @triton.jit
 def _gemv_thread_rows(x_ptr, w_ptr, s_ptr, y_ptr, part_ptr, lock_ptr, M, N, K, stride_xm, stride_wn, stride_sn,
                       stride_ym, k_per_split, GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
-                      X_PERM: tl.constexpr = False):
+                      X_PERM: tl.constexpr = False, AHEAD: tl.constexpr = 1):
     """X_PERM: x comes permuted within each 32 codes, x_perm[32c + 4i + j] = x[32c + 8j + i], so that plane i of a
-    chunk is four contiguous values, loaded as (CHUNKS, 1, 4) in the words' own layout."""
+    chunk is four contiguous values, loaded as (CHUNKS, 1, 4) in the words' own layout. AHEAD: steps of words
+    requested before they are used (1 or 2)."""
     CHUNKS: tl.constexpr = GROUP_SIZE // 32  # 16-byte loads per row per step (a step is one group)
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -75,8 +77,11 @@ def _gemv_thread_rows(x_ptr, w_ptr, s_ptr, y_ptr, part_ptr, lock_ptr, M, N, K, s
     acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     # k_per_split is a whole number of groups (>= 32 codes): every step starts on a 16-byte boundary of its row
     words = tl.load(w_tile + tl.multiple_of(k_start // 8, 4))
+    if AHEAD == 2:
+        second = tl.load(w_tile + tl.multiple_of(tl.where(k_start + GROUP_SIZE < k_end, k_start + GROUP_SIZE, k_start) // 8, 4))
     for k0 in range(k_start, k_end, GROUP_SIZE):
-        following = tl.load(w_tile + tl.multiple_of(tl.where(k0 + GROUP_SIZE < k_end, k0 + GROUP_SIZE, k_start) // 8, 4))
+        ahead = k0 + AHEAD * GROUP_SIZE
+        following = tl.load(w_tile + tl.multiple_of(tl.where(ahead < k_end, ahead, k_start) // 8, 4))
         if X_PERM:
             xp = x_ptr + m * stride_xm + tl.multiple_of(k0, 32) + (32 * offs_c)[:, None, None] + offs_j[None, None, :]  # (C, 1, 4)
             x0 = tl.load(xp).to(tl.float32)
@@ -100,7 +105,11 @@ def _gemv_thread_rows(x_ptr, w_ptr, s_ptr, y_ptr, part_ptr, lock_ptr, M, N, K, s
         t += _field_exact(hi, 0x0F000, 8.0, 12) * x6
         t += _field_exact(hi, 0xF0000, 8.0, 16) * x7
         acc += tl.sum(tl.sum(t, axis=2), axis=0) * tl.load(s_rows + k0 // GROUP_SIZE).to(tl.float32)
-        words = following
+        if AHEAD == 2:
+            words = second
+            second = following
+        else:
+            words = following
     tile_id = m * tl.num_programs(0) + pid_n
     _finish_tile(acc, y_ptr + m * stride_ym + offs_n, part_ptr + m * N + offs_n, n_mask, lock_ptr + tile_id, M * N, SPLIT)
 
@@ -112,7 +121,7 @@ def permute_x(x: torch.Tensor, f32: bool = False) -> torch.Tensor:
 
 
 def launcher(block_n: int, warps: int, pps: int, x: torch.Tensor, words: torch.Tensor, scales: torch.Tensor,
-             sms: int, x_perm: bool = False, permute_in_call: bool = False, f32: bool = False):  # noqa: ANN201
+             sms: int, x_perm: bool = False, permute_in_call: bool = False, f32: bool = False, ahead: int = 1):  # noqa: ANN201
     (m, k), n = x.shape, words.shape[0]
     tiles = cdiv(n, block_n) * m
     steps = cdiv(k, 128)
@@ -128,7 +137,7 @@ def launcher(block_n: int, warps: int, pps: int, x: torch.Tensor, words: torch.T
         part, locks = qm._split_buffers(splits, tiles, x, m, n)
         _gemv_thread_rows[(cdiv(n, block_n), splits, m)](
             xin, words, scales, y, part, locks, m, n, k, xin.stride(0), words.stride(0), scales.stride(0), n, k_split,
-            GROUP_SIZE=128, BLOCK_N=block_n, SPLIT=splits > 1, X_PERM=x_perm, num_warps=warps, num_stages=1)
+            GROUP_SIZE=128, BLOCK_N=block_n, SPLIT=splits > 1, X_PERM=x_perm, AHEAD=ahead, num_warps=warps, num_stages=1)
         return y
     return call
 
@@ -194,10 +203,13 @@ def main() -> None:
         sass()
         return
     dry = "--dry" in sys.argv
+    ahead_sweep = "--ahead" in sys.argv  # the second run: words requested one or two steps ahead, two ways of giving x
     dev = torch.device("cpu" if dry else "cuda")
     sms = 4 if dry else torch.cuda.get_device_properties(dev).multi_processor_count
     shapes = ((256, 96), (512, 40)) if dry else ((4096, 14336), (14336, 4096), (4096, 4096))
     dtypes = (torch.float32,) if dry else (torch.float16, torch.bfloat16)
+    if ahead_sweep and not dry:
+        shapes, dtypes = shapes[:2], dtypes[:1]
     grid = [(32, 1, 4), (64, 2, 2)] if dry else list(itertools.product((32, 64, 128, 256), (1, 2, 4), (4, 8, 16)))
     rows = []
     for dtype in dtypes:
@@ -213,15 +225,19 @@ def main() -> None:
             if not dry:
                 fns["solution (public call)"] = lambda: qm.w4a16_matmul(x, w_packed, scales, 128)
             ways = ((False, False, False), (True, False, False), (True, True, False), (True, False, True), (True, True, True))
-            for (block_n, warps, pps), (perm, in_call, f32) in itertools.product(grid, ways):
+            aheads = (1,)
+            if ahead_sweep:
+                ways, aheads = ((False, False, False), (True, False, True)), (1, 2)
+            for (block_n, warps, pps), (perm, in_call, f32), ahead in itertools.product(grid, ways, aheads):
                 if block_n < 32 * warps:
                     continue
-                f = launcher(block_n, warps, pps, x, words, scales, sms, perm, in_call, f32)
+                f = launcher(block_n, warps, pps, x, words, scales, sms, perm, in_call, f32, ahead)
                 got = f()
                 err = float((got.double() - ref).abs().max() / ref.abs().mean())
                 assert err < (1e-5 if dry else 2e-2), (block_n, warps, pps, perm, err)
                 kind = "thread rows" + (" f32" if f32 else "") + (" x_perm, permuted in the call" if in_call else
                                                                    " x_perm, kernel alone" if perm else "")
+                kind += f" ahead {ahead}" if ahead_sweep else ""
                 fns[f"{kind} n{block_n} w{warps} p{pps}"] = f
             if dry:
                 print(f"1x{k}x{n}: {len(fns)} settings correct")
@@ -241,7 +257,7 @@ def main() -> None:
         from course.results import run_meta
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
-        (out / "w4a16_thread_rows_probe.json").write_text(json.dumps({"meta": run_meta("w4a16_thread_rows_probe"), "rows": rows}, indent=1))
+        (out / f"w4a16_thread_rows_probe{'_ahead' if ahead_sweep else ''}.json").write_text(json.dumps({"meta": run_meta("w4a16_thread_rows_probe"), "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":
