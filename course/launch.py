@@ -47,6 +47,7 @@ def next_power_of_2(n: int) -> int:
 _DIRECT = {"on": True}
 _TRACING = {"on": False, "floats": False}  # set while torch.compile traces a course op's implementation (course/ops.py)
 _MAX_KEYS = 4096  # distinct keys remembered per kernel before starting over (a long run of new shapes)
+_PLAN_KEYS = 64  # a LaunchPlan's keys differ only in the tensors' dtypes and alignment and the GPU: a handful
 
 
 def direct_launches(on: bool) -> bool:
@@ -236,7 +237,7 @@ class LaunchPlan:
         key = tuple(key)
         bound = self._known.get(key)
         if bound is None:
-            _first_launch(kernel, grid, key, (*tensors, *self.scalars), self.meta, self._known, 64)
+            _first_launch(kernel, grid, key, (*tensors, *self.scalars), self.meta, self._known, _PLAN_KEYS)
             return
         if _GPU["hooked"]():
             kernel[grid](*tensors, *self.scalars, **self.meta)
