@@ -8,6 +8,8 @@ here, so that a re-tuning updates these pins on purpose.
 
 from __future__ import annotations
 
+import itertools
+
 import json
 from pathlib import Path
 
@@ -122,6 +124,14 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     assert (fwd.block_m, fwd.block_n, fwd.num_warps, fwd.num_stages) == (128, 128, 8, 3)
     assert fwd.tma == (fa.TensorDescriptor is not None)
     assert fa.forward_config(H200, 64, torch.float16, True) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+    # short sequences: 64-query tiles causal up to 2048 tokens, and non-causal up to 1024 (D = 128); the H100,
+    # which has not measured them, borrows the H200's (same architecture, same shared memory)
+    assert [fa.length_class(s, s) for s in (1, 512, 1024, 1025, 2048, 2049, 4096)] == [1024, 1024, 1024, 2048, 2048, 0, 0]
+    for device in (H200, H100):
+        assert fa.forward_config(device, 128, torch.bfloat16, True, 1024) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+        assert fa.forward_config(device, 128, torch.bfloat16, True, 2048) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+        assert fa.forward_config(device, 128, torch.bfloat16, False, 1024) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+        assert fa.forward_config(device, 128, torch.bfloat16, False, 2048) == fwd
     assert fa.forward_config(INTERPRETER, 64, torch.float32, True) == fa.FwdConfig(64, 32, 4, 1, False)
     assert fa.decode_config(H200, torch.bfloat16, 4096, 64)[0] == fa.DecodeConfig(1024, 64, 4, 3)
     assert fa.backward_config(H200, torch.bfloat16) == fa.BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, 64)
@@ -134,9 +144,11 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
 def test_no_gpu_gets_tma_without_the_engine_nor_more_shared_memory_than_it_has() -> None:
     fa = SOLUTIONS["flash_attention"]
     for device in KNOWN_GPUS.values():
-        cfg = fa.forward_config(device, 128, torch.float16, False)
-        assert not cfg.tma or device.capability >= (9, 0)
-        assert fa._smem("forward", cfg.__dict__, 2, 128, device.capability >= (8, 0)) <= device.smem_per_block
+        for causal, within, d in itertools.product((False, True), (0, *fa.SHORT_ATTENTION), (64, 128)):
+            cfg = fa.forward_config(device, d, torch.float16, causal, within)
+            assert not cfg.tma or device.capability >= (9, 0)
+            assert fa._smem("forward", cfg.__dict__, 2, d, device.capability >= (8, 0)) <= device.smem_per_block
+            assert cfg.block_m % cfg.block_n == 0  # the causal diagonal's blocks
         tiles = SOLUTIONS["tiling"].matmul_config(device, torch.float16)
         assert all(SOLUTIONS["tiling"]._smem_bytes(c, 2) <= device.smem_per_block for c in tiles)
 

@@ -471,8 +471,8 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
     return s
 
 
-# solutions/flash_attention/configs.json, per GPU: "forward" by dtype, head dimension and causality,
-# "backward" and "decode" by dtype. The H200 entry came from the sweeps in
+# solutions/flash_attention/configs.json, per GPU: "forward" by dtype, head dimension, causality and (16-bit)
+# length class, "backward" and "decode" by dtype. The H200 entry came from the sweeps in
 # results/h200/tune_flash_attention.txt: forward (128, 128, 8 warps, 3 stages) at D = 128 gave 597 TFLOP/s
 # non-causal and 524 causal at 4x32x4096 bf16, against 534 and 487 for (128, 64); at D = 64, (64, 64, 4, 3)
 # causal and (128, 64, 8, 3) non-causal. Backward: the dK/dV kernel ran 554 TFLOP/s of its own work with
@@ -486,14 +486,28 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
 CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
 
 
+# Lengths at which the 16-bit forward has entries of its own, "S<=1024" and "S<=2048" (both lengths within the
+# bound): few key blocks per program, and at a batch of a few heads few programs. On an H200 at 4x32 heads, bf16,
+# D = 128, causal, 64-query tiles of 4 warps (two programs per SM) ran at 0.85x, 0.88x and 0.88x cuDNN's speed at
+# 512, 1024 and 2048 tokens, where the 128-query tiles that are the fastest from 4096 on ran at 0.69x, 0.77x and
+# 0.83x; non-causal the small tile won at 512 only (results/h200/flash_fwd_probe.md). The tuner picks per class.
+SHORT_ATTENTION = (1024, 2048)
+
+
+def length_class(seqlen_q: int, seqlen_k: int) -> int:
+    """The least bound of SHORT_ATTENTION that both lengths are within, else 0 (the long entries)."""
+    longest = max(seqlen_q, seqlen_k)
+    return next((bound for bound in SHORT_ATTENTION if longest <= bound), 0)
+
+
 @CONFIGS.cached
-def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool) -> FwdConfig:
-    """Tile shape, warps, pipeline depth and TMA for the forward."""
+def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool, within: int = 0) -> FwdConfig:
+    """Tile shape, warps, pipeline depth and TMA for the forward; within: length_class of the call."""
     if dtype == torch.float32:
         bucket = "float32"
     else:  # pragma: no cover - GPU tier only: 16-bit
         size = "D=128" if head_dim == 128 else "D<=64"
-        bucket = f"16-bit, {size}, causal" if causal else f"16-bit, {size}"
+        bucket = f"16-bit, {size}" + (", causal" if causal else "") + (f", S<={within}" if within else "")
     cfg = FwdConfig(**CONFIGS.pick(device, "forward", bucket))
     # TMA descriptors need a GPU that has the engine and a Triton that has the host-side descriptors
     return cfg if cfg.tma and TensorDescriptor is not None and device.tma else replace(cfg, tma=False)
@@ -575,10 +589,18 @@ SEARCH_SPACE = [
                 _fwd([(128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)])),
     SearchSpace("forward", "flash_attention.forward", {"16-bit, D=128, causal": [_attn([4, 32, 4096, 128], True)]},
                 _fwd([(128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)])),
-    SearchSpace("forward", "flash_attention.forward", {"16-bit, D<=64": [_attn([2, 16, 2048, 64], False)]},
+    SearchSpace("forward", "flash_attention.forward", {"16-bit, D<=64": [_attn([2, 16, 4096, 64], False)]},
                 _fwd([(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)])),
-    SearchSpace("forward", "flash_attention.forward", {"16-bit, D<=64, causal": [_attn([2, 16, 2048, 64], True)]},
+    SearchSpace("forward", "flash_attention.forward", {"16-bit, D<=64, causal": [_attn([2, 16, 4096, 64], True)]},
                 _fwd([(64, 64, 4, 3), (128, 64, 8, 3), (128, 64, 4, 3)])),
+    # The shorter lengths (SHORT_ATTENTION), causal and not apart: 64-query tiles give twice the programs, and two of
+    # them share an SM where 64-key stages leave the room.
+    *(SearchSpace("forward", "flash_attention.forward",
+                  {f"16-bit, {size}{', causal' if causal else ''}, S<={bound}":
+                   [_attn([4, 32, s, d], causal) for s in lengths]},
+                  _fwd([(128, 128, 8, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 8, 4)]))
+      for size, d in (("D=128", 128), ("D<=64", 64)) for causal in (False, True)
+      for bound, lengths in zip(SHORT_ATTENTION, ((512, 1024), (2048,)))),
     SearchSpace("backward", "flash_attention.backward", {"16-bit": [_attn([2, 16, 2048, 128], False)]},
                 [{"dkdv_block_m": a, "dkdv_block_n": b, "dkdv_warps": w, "dkdv_stages": s, "dq_block_m": b, "dq_block_n": a,
                   "dq_warps": w, "dq_stages": s, "preprocess_rows": 64}
@@ -615,7 +637,7 @@ def attention_forward(
     lse = torch.empty((batch, n_heads_q, seqlen_q), dtype=torch.float32, device=q.device) if store_lse else None
     if o.numel() == 0:  # pragma: no cover - empty input, no launch
         return o, lse
-    cfg = forward_config(device_of(q), head_dim, q.dtype, causal)
+    cfg = forward_config(device_of(q), head_dim, q.dtype, causal, length_class(seqlen_q, seqlen_k))
     if cfg.tma:  # pragma: no cover - GPU only: TMA
         # K and V as one (B*Hkv*Sk, D) matrix each: a tile that runs past its head reads the next head's
         # rows (masked in the kernel) or, at the very end, zeros.

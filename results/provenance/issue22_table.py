@@ -158,6 +158,11 @@ def main() -> None:
               "(2026-11-25) are before it, and the H100 has not measured the planes.",
               "- The H100 has no full flash attention sweep committed: 512, 8192 and 16384 tokens and 1024 decode keys "
               "were measured on the H200 only.",
+              "- Flash attention at 512-2048 tokens: since 2026-11-28 the forward has table entries of its own for short "
+              "sequences (lecture 08, section 4; `results/h200/flash_fwd_probe.md`), tuned on the H200: 64-query tiles "
+              "causal up to 2048 tokens and non-causal up to 1024, 0.86x and 0.89x cuDNN causal at 512 and 1024 tokens "
+              "where the 128-query tiles gave 0.69x and 0.77x. The H100's 1024-token rows predate them, and the H100 "
+              "borrows the H200's entries unmeasured (same architecture and shared memory).",
               "- Softmax at 1024x128256 is the split solution's A/B (do_bench, three interleaved rounds); the fusion "
               "bench (median of 30 calls) gives 75% on the H200 for the same kernel.",
               "- Every time here is taken after the timer's L2 flush, which zeroes a 256+ MiB buffer and leaves the L2 "
