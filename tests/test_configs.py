@@ -127,6 +127,8 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     # short sequences: 64-query tiles causal up to 2048 tokens, and non-causal up to 1024 (D = 128); the H100,
     # which has not measured them, borrows the H200's (same architecture, same shared memory)
     assert [fa.length_class(s, s) for s in (1, 512, 1024, 1025, 2048, 2049, 4096)] == [1024, 1024, 1024, 2048, 2048, 0, 0]
+    assert set(fa.SHORT_TUNED_AT) == set(fa.SHORT_ATTENTION)
+    assert all(fa.length_class(s, s) == bound for bound, lengths in fa.SHORT_TUNED_AT.items() for s in lengths)
     for device in (H200, H100):
         assert fa.forward_config(device, 128, torch.bfloat16, True, 1024) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
         assert fa.forward_config(device, 128, torch.bfloat16, True, 2048) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)

@@ -492,6 +492,7 @@ CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
 # 512, 1024 and 2048 tokens, where the 128-query tiles that are the fastest from 4096 on ran at 0.69x, 0.77x and
 # 0.83x; non-causal the small tile won at 512 only (results/h200/flash_fwd_probe.md). The tuner picks per class.
 SHORT_ATTENTION = (1024, 2048)
+SHORT_TUNED_AT = {1024: (512, 1024), 2048: (2048,)}  # the lengths at which the tuner times each class
 
 
 def length_class(seqlen_q: int, seqlen_k: int) -> int:
@@ -600,7 +601,7 @@ SEARCH_SPACE = [
                    [_attn([4, 32, s, d], causal) for s in lengths]},
                   _fwd([(128, 128, 8, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 8, 4)]))
       for size, d in (("D=128", 128), ("D<=64", 64)) for causal in (False, True)
-      for bound, lengths in zip(SHORT_ATTENTION, ((512, 1024), (2048,)))),
+      for bound, lengths in SHORT_TUNED_AT.items()),
     SearchSpace("backward", "flash_attention.backward", {"16-bit": [_attn([2, 16, 2048, 128], False)]},
                 [{"dkdv_block_m": a, "dkdv_block_n": b, "dkdv_warps": w, "dkdv_stages": s, "dq_block_m": b, "dq_block_n": a,
                   "dq_warps": w, "dq_stages": s, "preprocess_rows": 64}
