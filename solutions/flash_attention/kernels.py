@@ -868,15 +868,22 @@ def length_class(seqlen_q: int, seqlen_k: int) -> int:
     return next((bound for bound in SHORT_ATTENTION if longest <= bound), 0)
 
 
+def forward_bucket(table: ConfigTable, head_dim: int, dtype: torch.dtype, causal: bool, within: int) -> str:
+    """The table's bucket for a forward call: by dtype, head dimension, causality and length class. A table from
+    before the length classes (its reference GPU has no such entry) gets the bucket of every length."""
+    if dtype == torch.float32:
+        return "float32"
+    else:  # pragma: no cover - GPU tier only: 16-bit (tests/test_configs.py calls it on the CPU)
+        size = "D=128" if head_dim == 128 else "D<=64"
+        bucket = f"16-bit, {size}" + (", causal" if causal else "")
+        short = f"{bucket}, S<={within}"
+        return short if within and table.reference("forward", short) is not None else bucket
+
+
 @CONFIGS.cached
 def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool, within: int = 0) -> FwdConfig:
     """Tile shape, warps, pipeline depth and TMA for the forward; within: length_class of the call."""
-    if dtype == torch.float32:
-        bucket = "float32"
-    else:  # pragma: no cover - GPU tier only: 16-bit
-        size = "D=128" if head_dim == 128 else "D<=64"
-        bucket = f"16-bit, {size}" + (", causal" if causal else "") + (f", S<={within}" if within else "")
-    cfg = FwdConfig(**CONFIGS.pick(device, "forward", bucket))
+    cfg = FwdConfig(**CONFIGS.pick(device, "forward", forward_bucket(CONFIGS, head_dim, dtype, causal, within)))
     # TMA descriptors need a GPU that has the engine and a Triton that has the host-side descriptors
     return cfg if cfg.tma and TensorDescriptor is not None and device.tma else replace(cfg, tma=False)
 
