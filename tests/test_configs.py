@@ -9,7 +9,6 @@ here, so that a re-tuning updates these pins on purpose.
 from __future__ import annotations
 
 import itertools
-
 import json
 from pathlib import Path
 
@@ -128,6 +127,7 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     # which has not measured them, borrows the H200's (same architecture, same shared memory)
     assert [fa.length_class(s, s) for s in (1, 512, 1024, 1025, 2048, 2049, 4096)] == [1024, 1024, 1024, 2048, 2048, 0, 0]
     assert set(fa.SHORT_TUNED_AT) == set(fa.SHORT_ATTENTION)
+    assert all(fa.length_class(s, s) == bound for bound, lengths in fa.SHORT_TUNED_AT.items() for s in lengths)
     # a table from before the length classes (a configs.json kept beside a newer kernels.py) falls back to the
     # bucket of every length instead of asking the rules to shrink settings it does not have
     old_table = json.loads(fa.CONFIGS.path.read_text())
@@ -139,7 +139,6 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     assert fa.forward_bucket(fa.CONFIGS, 128, torch.bfloat16, True, 1024) == "16-bit, D=128, causal, S<=1024"
     assert fa.forward_bucket(fa.CONFIGS, 64, torch.float16, False, 0) == "16-bit, D<=64"
     assert fa.forward_bucket(fa.CONFIGS, 64, torch.float32, True, 1024) == "float32"
-    assert all(fa.length_class(s, s) == bound for bound, lengths in fa.SHORT_TUNED_AT.items() for s in lengths)
     for device in (H200, H100):
         assert fa.forward_config(device, 128, torch.bfloat16, True, 1024) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
         assert fa.forward_config(device, 128, torch.bfloat16, True, 2048) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
