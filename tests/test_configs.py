@@ -125,9 +125,11 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     assert fa.forward_config(H200, 64, torch.float16, True) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
     # short sequences: 64-query tiles causal up to 2048 tokens, and non-causal up to 1024 (D = 128); the H100,
     # which has not measured them, borrows the H200's (same architecture, same shared memory)
-    assert [fa.length_class(s, s) for s in (1, 512, 1024, 1025, 2048, 2049, 4096)] == [1024, 1024, 1024, 2048, 2048, 0, 0]
+    assert [fa.length_class(s, s) for s in (1, 512, 1024, 1025, 2048, 2049, 4096)] == \
+        ["S<=1024", "S<=1024", "S<=1024", "S<=2048", "S<=2048", "", ""]
+    assert fa.length_class(1, 3000) == fa.length_class(3000, 1) == ""  # both lengths must be within the bound
     assert set(fa.SHORT_TUNED_AT) == set(fa.SHORT_ATTENTION)
-    assert all(fa.length_class(s, s) == bound for bound, lengths in fa.SHORT_TUNED_AT.items() for s in lengths)
+    assert all(fa.length_class(s, s) == f"S<={bound}" for bound, lengths in fa.SHORT_TUNED_AT.items() for s in lengths)
     # a table from before the length classes (a configs.json kept beside a newer kernels.py) falls back to the
     # bucket of every length instead of asking the rules to shrink settings it does not have
     old_table = json.loads(fa.CONFIGS.path.read_text())
@@ -135,15 +137,15 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
         for bucket in [b for b in entry.get("forward", {}) if ", S<=" in b]:
             del entry["forward"][bucket]
     old = ConfigTable(old_table, fa.CONFIGS.path, rules=fa._fit)
-    assert fa.forward_bucket(old, 128, torch.bfloat16, True, 1024) == "16-bit, D=128, causal"
-    assert fa.forward_bucket(fa.CONFIGS, 128, torch.bfloat16, True, 1024) == "16-bit, D=128, causal, S<=1024"
-    assert fa.forward_bucket(fa.CONFIGS, 64, torch.float16, False, 0) == "16-bit, D<=64"
-    assert fa.forward_bucket(fa.CONFIGS, 64, torch.float32, True, 1024) == "float32"
+    assert fa.forward_bucket(old, 128, torch.bfloat16, True, "S<=1024") == "16-bit, D=128, causal"
+    assert fa.forward_bucket(fa.CONFIGS, 128, torch.bfloat16, True, "S<=1024") == "16-bit, D=128, causal, S<=1024"
+    assert fa.forward_bucket(fa.CONFIGS, 64, torch.float16, False, "") == "16-bit, D<=64"
+    assert fa.forward_bucket(fa.CONFIGS, 64, torch.float32, True, "S<=1024") == "float32"
     for device in (H200, H100):
-        assert fa.forward_config(device, 128, torch.bfloat16, True, 1024) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
-        assert fa.forward_config(device, 128, torch.bfloat16, True, 2048) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
-        assert fa.forward_config(device, 128, torch.bfloat16, False, 1024) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
-        assert fa.forward_config(device, 128, torch.bfloat16, False, 2048) == fwd
+        assert fa.forward_config(device, 128, torch.bfloat16, True, "S<=1024") == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+        assert fa.forward_config(device, 128, torch.bfloat16, True, "S<=2048") == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+        assert fa.forward_config(device, 128, torch.bfloat16, False, "S<=1024") == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
+        assert fa.forward_config(device, 128, torch.bfloat16, False, "S<=2048") == fwd
     assert fa.forward_config(INTERPRETER, 64, torch.float32, True) == fa.FwdConfig(64, 32, 4, 1, False)
     assert fa.decode_config(H200, torch.bfloat16, 4096, 64)[0] == fa.DecodeConfig(1024, 64, 4, 3)
     assert fa.backward_config(H200, torch.bfloat16) == fa.BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, 64)
@@ -156,8 +158,8 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
 def test_no_gpu_gets_tma_without_the_engine_nor_more_shared_memory_than_it_has() -> None:
     fa = SOLUTIONS["flash_attention"]
     for device in KNOWN_GPUS.values():
-        for causal, within, d in itertools.product((False, True), (0, *fa.SHORT_ATTENTION), (64, 128)):
-            cfg = fa.forward_config(device, d, torch.float16, causal, within)
+        for causal, length, d in itertools.product((False, True), ("", *(f"S<={b}" for b in fa.SHORT_ATTENTION)), (64, 128)):
+            cfg = fa.forward_config(device, d, torch.float16, causal, length)
             assert not cfg.tma or device.capability >= (9, 0)
             assert fa._smem("forward", cfg.__dict__, 2, d, device.capability >= (8, 0)) <= device.smem_per_block
             assert cfg.block_m % cfg.block_n == 0  # the causal diagonal's blocks

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from course.configs import ConfigTable, SearchSpace, grid
+from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
 from course.kivi import KIVI_GROUP_SIZES, quantize_kivi
 from course.launch import cdiv, launch, next_power_of_2
@@ -495,13 +495,12 @@ SHORT_ATTENTION = (1024, 2048)
 SHORT_TUNED_AT = {1024: (512, 1024), 2048: (2048,)}  # the lengths at which the tuner times each class
 
 
-def length_class(seqlen_q: int, seqlen_k: int) -> int:
-    """The least bound of SHORT_ATTENTION that both lengths are within, else 0 (the long entries)."""
-    longest = max(seqlen_q, seqlen_k)
-    return next((bound for bound in SHORT_ATTENTION if longest <= bound), 0)
+def length_class(seqlen_q: int, seqlen_k: int) -> str:
+    """The call's class: S<=b for the least bound b of SHORT_ATTENTION both lengths are within, else "" (long)."""
+    return ceil_bucket(max(seqlen_q, seqlen_k), SHORT_ATTENTION, "S", "")
 
 
-def forward_bucket(table: ConfigTable, head_dim: int, dtype: torch.dtype, causal: bool, within: int) -> str:
+def forward_bucket(table: ConfigTable, head_dim: int, dtype: torch.dtype, causal: bool, length: str) -> str:
     """The table's bucket for a forward call: by dtype, head dimension, causality and length class. A table from
     before the length classes (its reference GPU has no such entry) gets the bucket of every length."""
     if dtype == torch.float32:
@@ -509,14 +508,14 @@ def forward_bucket(table: ConfigTable, head_dim: int, dtype: torch.dtype, causal
     else:  # pragma: no cover - GPU tier only: 16-bit (tests/test_configs.py calls it on the CPU)
         size = "D=128" if head_dim == 128 else "D<=64"
         bucket = f"16-bit, {size}" + (", causal" if causal else "")
-        short = f"{bucket}, S<={within}"
-        return short if within and table.reference("forward", short) is not None else bucket
+        short = f"{bucket}, {length}"
+        return short if length and table.reference("forward", short) is not None else bucket
 
 
 @CONFIGS.cached
-def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool, within: int = 0) -> FwdConfig:
-    """Tile shape, warps, pipeline depth and TMA for the forward; within: length_class of the call."""
-    cfg = FwdConfig(**CONFIGS.pick(device, "forward", forward_bucket(CONFIGS, head_dim, dtype, causal, within)))
+def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bool, length: str = "") -> FwdConfig:
+    """Tile shape, warps, pipeline depth and TMA for the forward; length: length_class of the call."""
+    cfg = FwdConfig(**CONFIGS.pick(device, "forward", forward_bucket(CONFIGS, head_dim, dtype, causal, length)))
     # TMA descriptors need a GPU that has the engine and a Triton that has the host-side descriptors
     return cfg if cfg.tma and TensorDescriptor is not None and device.tma else replace(cfg, tma=False)
 

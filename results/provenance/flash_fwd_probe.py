@@ -173,9 +173,6 @@ def ptx() -> None:
     target = GPUTarget("cuda", 90, 32)
     meta = torch.empty(4, 32, 4096, 128, dtype=torch.bfloat16, device="meta")
 
-    class Desc:  # a stand-in with what the binder reads from a host-side descriptor
-        pass
-
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     def desc(block_n: int) -> TensorDescriptor:
