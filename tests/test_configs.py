@@ -148,11 +148,32 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
         assert fa.forward_config(device, 128, torch.bfloat16, False, "S<=2048") == fwd
     assert fa.forward_config(INTERPRETER, 64, torch.float32, True) == fa.FwdConfig(64, 32, 4, 1, False)
     assert fa.decode_config(H200, torch.bfloat16, 4096, 64)[0] == fa.DecodeConfig(1024, 64, 4, 3)
-    assert fa.backward_config(H200, torch.bfloat16) == fa.BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, 64)
+    assert fa.backward_config(H200, torch.bfloat16) == fa.BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, 64, 8)
+    assert fa.backward_config(H100, torch.bfloat16).dkdv_programs_per_sm == 8
     # tuned on both graded decode shapes (N = 14336 and 4096): the same entry on both GPUs
     assert qm.quant_config(H200, 4, 1, torch.float16) == qm.GemvConfig(32, 128, 2, 8, 3)
     assert qm.quant_config(H100, 4, 1, torch.float16) == qm.GemvConfig(32, 128, 2, 8, 3)
     assert qm.quant_config(INTERPRETER, 4, 16, torch.float16) == qm.default_config(4, 16)
+
+
+@pytest.mark.parametrize(("group", "programs", "causal", "share"), [
+    (4, 128, True, 4),  # 1 x 32/8 heads x 2048 keys in 128-key blocks: 512 programs, 3.9 an SM
+    (4, 256, True, 4),  # 1024, 7.8 an SM
+    (4, 512, True, 2),  # four programs a KV head's group would be 2048: two
+    (4, 1024, True, 1),
+    (8, 100, True, 8),
+    (6, 100, True, 6),  # a divisor of the group, not a power of two
+    (6, 200, True, 3),
+    (1, 8, True, 1),  # no group to share
+    (4, 128, False, 1),  # not causal, the work is even: shared only while SMs would idle
+    (4, 16, False, 4),
+    (4, 40, False, 2),
+])
+def test_the_dkdv_programs_share_a_gqa_group_until_the_grid_is_full(group: int, programs: int, causal: bool,
+                                                                    share: int) -> None:
+    fa = SOLUTIONS["flash_attention"]
+    assert fa.dkdv_split(group, programs, causal, 132, 8) == share
+    assert fa.dkdv_split(group, programs, causal, 132, 0) == 1  # a table without the setting never shares
 
 
 def test_no_gpu_gets_tma_without_the_engine_nor_more_shared_memory_than_it_has() -> None:

@@ -115,3 +115,34 @@ def test_quantize_kv_int4_keeps_each_element_within_half_a_step_of_its_group_and
     torch.testing.assert_close(fa.flash_decode_int4(q, *cache, group_size=16).double(), want, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match=r"k_scale and k_zero \(B, Hkv, ceil\(Sk / 32\), D\)"):
         fa.flash_decode_int4(q, *cache, group_size=32)  # scales made for groups of 16
+
+
+@pytest.mark.parametrize(("batch", "heads_q", "heads_kv", "seq", "causal"), [
+    (1, 8, 2, 77, True),  # group 4 over 2 KV heads: two key blocks, shared by 4 programs each
+    (1, 6, 2, 45, True),  # group 3: a share that is not a power of two
+    (1, 4, 1, 60, False),  # not causal: one key block, a grid that leaves the interpreter's "SMs" idle
+])
+def test_dkdv_programs_sharing_a_group_give_the_gradients_of_one_program_per_kv_head(
+    batch: int, heads_q: int, heads_kv: int, seq: int, causal: bool
+) -> None:
+    """With split > 1 the dK/dV kernel writes float32 partial sums that a second kernel adds: the same dK and dV
+    as one program summing the whole group, to float32 rounding, and dQ untouched."""
+    fa = load_kernels("flash_attention", "solutions")
+    g = torch.Generator().manual_seed(0)
+    q, do = (torch.randn(batch, heads_q, seq, 32, generator=g) for _ in range(2))
+    k, v = (torch.randn(batch, heads_kv, seq, 32, generator=g) for _ in range(2))
+    scale = 32 ** -0.5
+    o, lse = fa.attention_forward(q, k, v, causal, scale, True)
+    cfg = fa.backward_config(fa.device_of(q), q.dtype)
+    programs = -(-seq // cfg.dkdv_block_n) * batch * heads_kv
+    share = fa.dkdv_split(heads_q // heads_kv, programs, causal, fa.device_of(q).sms, cfg.dkdv_programs_per_sm)
+    assert share > 1, "the interpreter's table should make these shapes share their groups"
+    shared = fa.attention_backward(q, k, v, o, lse, do, causal, scale)
+    rule, fa.dkdv_split = fa.dkdv_split, lambda *args: 1
+    try:
+        alone = fa.attention_backward(q, k, v, o, lse, do, causal, scale)
+    finally:
+        fa.dkdv_split = rule
+    torch.testing.assert_close(shared[0], alone[0], rtol=0, atol=0)
+    for got, want in zip(shared[1:], alone[1:]):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

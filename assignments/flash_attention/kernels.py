@@ -303,11 +303,12 @@ def _attn_bwd_dkdv_kernel(
     do_ptr,  # (B, Hq, Sq, HEAD_DIM)
     lse_ptr,  # (B, Hq, Sq) float32, natural log
     delta_ptr,  # (B, Hq, Sq) float32
-    dk_ptr,  # (B, Hkv, Sk, HEAD_DIM) (written)
+    dk_ptr,  # (B * Hkv * split, Sk, HEAD_DIM) (written): dK itself, or with split > 1 float32 partial sums
     dv_ptr,
     seqlen_q,
     seqlen_k,
     group,
+    split,  # programs sharing one KV head's group of query heads, a divisor of group
     qk_scale,  # scale * log2(e)
     sm_scale,  # scale
     HEAD_DIM: tl.constexpr,
@@ -316,12 +317,39 @@ def _attn_bwd_dkdv_kernel(
     CAUSAL: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    """Program (j, b * Hkv + kv): dK and dV of keys j*BLOCK_N ... summed over the group's query heads."""
+    """Program (j, (b * Hkv + kv) * split + s): dK and dV of keys j*BLOCK_N ... summed over query heads
+    s * group / split ... of the group (all of them when split = 1)."""
     # TODO(flash_attention.backward)
-    #   Program (j, b * Hkv + kv): dK and dV of keys j*BLOCK_N ..., summed over the group's query heads with
-    #   _attn_bwd_dkdv_inner; store dk * sm_scale and dv in the input dtype (mask keys >= seqlen_k).
+    #   Program (j, (b * Hkv + kv) * split + s): dK and dV of keys j*BLOCK_N ..., summed with _attn_bwd_dkdv_inner
+    #   over query heads s * group / split ... of the group (split = 1: all of them); store dk * sm_scale and dv, in
+    #   dk_ptr's dtype, at rows program_id(1) * seqlen_k + key of dk_ptr and dv_ptr (mask keys >= seqlen_k).
     #   More: python -m autograder hint flash_attention.backward
     raise NotImplementedError("TODO(flash_attention.backward): not implemented yet; see README.md")
+
+
+@triton.jit
+def _attn_bwd_sum_parts_kernel(
+    dk_part_ptr,  # (B * Hkv, split, Sk * HEAD_DIM) float32: the dK/dV kernel's partial sums
+    dv_part_ptr,
+    dk_ptr,  # (B * Hkv, Sk * HEAD_DIM) in the input dtype (written)
+    dv_ptr,
+    n_per_head,  # Sk * HEAD_DIM
+    split,
+    BLOCK: tl.constexpr,
+):
+    """dK and dV of one KV head: its split partial sums added in order, so the result does not depend on which
+    program finished first."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_per_head
+    head = tl.program_id(1).to(tl.int64)
+    dk = tl.zeros([BLOCK], dtype=tl.float32)
+    dv = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(0, split):
+        part = (head * split + s) * n_per_head + offs
+        dk += tl.load(dk_part_ptr + part, mask=mask, other=0.0)
+        dv += tl.load(dv_part_ptr + part, mask=mask, other=0.0)
+    tl.store(dk_ptr + head * n_per_head + offs, dk.to(dk_ptr.dtype.element_ty), mask=mask)
+    tl.store(dv_ptr + head * n_per_head + offs, dv.to(dv_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -406,6 +434,7 @@ class BwdConfig:
     dq_warps: int
     dq_stages: int
     preprocess_rows: int  # rows of O and dO per program of the delta kernel
+    dkdv_programs_per_sm: int = 0  # causal: share GQA groups among dK/dV programs up to this many per SM (dkdv_split)
 
 
 @dataclass(frozen=True)
@@ -476,12 +505,15 @@ def _fit(device: Device, kernel: str, bucket: str, reference: dict) -> dict:  # 
 # results/h200/tune_flash_attention.txt: forward (128, 128, 8 warps, 3 stages) at D = 128 gave 597 TFLOP/s
 # non-causal and 524 causal at 4x32x4096 bf16, against 534 and 487 for (128, 64); at D = 64, (64, 64, 4, 3)
 # causal and (128, 64, 8, 3) non-causal. Backward: the dK/dV kernel ran 554 TFLOP/s of its own work with
-# (64, 128, 8, 3) and the dQ kernel 596 with (128, 64, 8, 3); two stages instead of three cost 10%. Exact
-# float32 dots run on the FMA units: small tiles. Decode splits the keys so that the B * Hkv * n_splits
-# programs fill programs_per_sm per SM once, with no second, partial wave: at B8 Hkv8 Sk4096 that is 4
-# splits of 1024 keys, 47.2 us, against 48.6 us for 16 splits of 256. The interpreter gets BLOCK_M =
-# 2 * BLOCK_N, so that the diagonal of a causal tile spans two key blocks and the small test shapes still
-# cross several of them. The INT4 decode's interpreter tile is 32 keys (4 sub-splits of 8 at Hq / Hkv = 4) and its
+# (64, 128, 8, 3) and the dQ kernel 596 with (128, 64, 8, 3); two stages instead of three cost 10%. With a
+# causal mask and 32 query heads over 8 KV heads, dK/dV programs sharing a group up to 8 per SM
+# (dkdv_programs_per_sm) took the backward from 440 to 399 us at 1x2048 tokens and from 1,329 to 1,166 at 1x4096
+# (results/h200/flash_bwd_split_ab.md); the tuner of 2026-11-28 put 4 and 8 per SM level. The interpreter's 2 per
+# SM make the CPU tier's small GQA cases share. Exact float32 dots run on the FMA units: small tiles. Decode splits
+# the keys so that the B * Hkv * n_splits programs fill programs_per_sm per SM once, with no second, partial wave:
+# at B8 Hkv8 Sk4096 that is 4 splits of 1024 keys, 47.2 us, against 48.6 us for 16 splits of 256. The
+# interpreter gets BLOCK_M = 2 * BLOCK_N, so that the diagonal of a causal tile spans two key blocks and the
+# small test shapes still cross several of them. The INT4 decode's interpreter tile is 32 keys (4 sub-splits of 8 at Hq / Hkv = 4) and its
 # splits two tiles, so that the CPU tier's short caches cross sub-splits, tiles and splits.
 CONFIGS = ConfigTable.beside(__file__, "flash_attention", rules=_fit)
 
@@ -524,6 +556,19 @@ def forward_config(device: Device, head_dim: int, dtype: torch.dtype, causal: bo
 def backward_config(device: Device, dtype: torch.dtype) -> BwdConfig:
     """Tiles of the three backward kernels."""
     return BwdConfig(**CONFIGS.pick(device, "backward", "float32" if dtype == torch.float32 else "16-bit"))
+
+
+def dkdv_split(group: int, programs: int, causal: bool, sms: int, programs_per_sm: int) -> int:
+    """How many dK/dV programs share one KV head's group of query heads: a divisor of the group.
+
+    A program walks every query of its heads, so with few KV heads the grid is small; and with a causal mask
+    the program of the first keys walks all the queries while that of the last keys walks a few, and the
+    kernel lasts as long as its longest program. Sharing the group makes more, shorter programs, for the price
+    of float32 partial sums and a kernel that adds them. Causal: the largest share that keeps the grid within
+    programs_per_sm per SM (0: never share). Not causal, the work is even: share only while SMs would idle."""
+    per_sm = programs_per_sm if causal else min(programs_per_sm, 1)
+    shares = [d for d in range(1, group + 1) if group % d == 0 and programs * d <= sms * per_sm]
+    return max(shares, default=1)
 
 
 @CONFIGS.cached
@@ -608,10 +653,16 @@ SEARCH_SPACE = [
                   _fwd([(128, 128, 8, 3), (128, 64, 8, 3), (64, 64, 4, 3), (64, 32, 4, 3), (128, 32, 8, 4)]))
       for size, d in (("D=128", 128), ("D<=64", 64)) for causal in (False, True)
       for bound, lengths in SHORT_TUNED_AT.items()),
-    SearchSpace("backward", "flash_attention.backward", {"16-bit": [_attn([2, 16, 2048, 128], False)]},
+    # Backward: one long shape with even work (MHA, not causal) and module 10's training shape (causal, 32 query
+    # heads over 8 KV heads), where sharing a group among dK/dV programs pays. Tuned at 2048 tokens alone, it once
+    # picked 32x64 tiles, 1.6% ahead there and 7% behind 64x128 at 4x32x4096 (7,328 against 6,794 us, two runs on
+    # one day: results/h200/flash_bwd_split_ab_first.md and flash_bwd_split_ab.md).
+    SearchSpace("backward", "flash_attention.backward",
+                {"16-bit": [_attn([2, 16, 4096, 128], False), _attn([1, 32, 2048, 128], True, kv_heads=8)]},
                 [{"dkdv_block_m": a, "dkdv_block_n": b, "dkdv_warps": w, "dkdv_stages": s, "dq_block_m": b, "dq_block_n": a,
-                  "dq_warps": w, "dq_stages": s, "preprocess_rows": 64}
-                 for a, b, w, s in ((64, 128, 8, 3), (64, 128, 8, 2), (32, 128, 8, 3), (64, 64, 4, 3))]),
+                  "dq_warps": w, "dq_stages": s, "preprocess_rows": 64, "dkdv_programs_per_sm": per_sm}
+                 for a, b, w, s in ((64, 128, 8, 3), (64, 128, 8, 2), (32, 128, 8, 3), (64, 64, 4, 3), (32, 64, 4, 3))
+                 for per_sm in (0, 4, 8)]),
     SearchSpace("decode", "flash_attention.decode", {"16-bit": [_attn([8, 32, 1, 128], False, kv_heads=8, seq_k=4096)]},
                 grid(block_n=[32, 64], num_warps=[4], num_stages=[2, 3], programs_per_sm=[1, 2, 4],
                      min_blocks_per_split=[2], combine_elements=[4096])),
@@ -765,6 +816,9 @@ def attention_decode_int4(
     return o
 
 
+SUM_PARTS_BLOCK = 2048  # elements per program of the partial sums' kernel (a streaming add: any large block will do)
+
+
 def attention_backward(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -775,11 +829,13 @@ def attention_backward(
     causal: bool,
     scale: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Launch the three backward kernels. Returns dq (shaped like q), dk and dv (shaped like k)."""
+    """Launch the backward kernels (three; four when dK/dV programs share a group). Returns dq (shaped like q),
+    dk and dv (shaped like k)."""
     batch, n_heads_q, seqlen_q, head_dim = q.shape
     n_heads_kv, seqlen_k = k.shape[1], k.shape[2]
     group = n_heads_q // n_heads_kv
-    cfg = backward_config(device_of(q), q.dtype)
+    device = device_of(q)
+    cfg = backward_config(device, q.dtype)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     delta = torch.empty_like(lse)  # (B, Hq, Sq) float32
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
@@ -788,11 +844,22 @@ def attention_backward(
     launch(_attn_bwd_preprocess_kernel, (cdiv(n_rows, block_r),),
         o, do, delta, n_rows, HEAD_DIM=head_dim, BLOCK_R=block_r
     )
-    launch(_attn_bwd_dkdv_kernel, (cdiv(seqlen_k, cfg.dkdv_block_n), batch * n_heads_kv),
-        q, k, v, do, lse, delta, dk, dv, seqlen_q, seqlen_k, group, scale * LOG2E, scale,
+    key_blocks = cdiv(seqlen_k, cfg.dkdv_block_n)
+    split = dkdv_split(group, key_blocks * batch * n_heads_kv, causal, device.sms, cfg.dkdv_programs_per_sm)
+    if split == 1:
+        dk_out, dv_out = dk, dv
+    else:  # float32 partial sums, (B * Hkv * split, Sk, D), added up below
+        dk_out = torch.empty((batch * n_heads_kv * split, seqlen_k, head_dim), device=q.device, dtype=torch.float32)
+        dv_out = torch.empty_like(dk_out)
+    launch(_attn_bwd_dkdv_kernel, (key_blocks, batch * n_heads_kv * split),
+        q, k, v, do, lse, delta, dk_out, dv_out, seqlen_q, seqlen_k, group, split, scale * LOG2E, scale,
         HEAD_DIM=head_dim, BLOCK_M=cfg.dkdv_block_m, BLOCK_N=cfg.dkdv_block_n, CAUSAL=causal,
         DOT_PRECISION=precision, num_warps=cfg.dkdv_warps, num_stages=cfg.dkdv_stages,
     )  # fmt: skip
+    if split > 1:
+        n_per_head = seqlen_k * head_dim
+        launch(_attn_bwd_sum_parts_kernel, (cdiv(n_per_head, SUM_PARTS_BLOCK), batch * n_heads_kv),
+               dk_out, dv_out, dk, dv, n_per_head, split, BLOCK=SUM_PARTS_BLOCK)
     launch(_attn_bwd_dq_kernel, (cdiv(seqlen_q, cfg.dq_block_m), batch * n_heads_q),
         q, k, v, do, lse, delta, dq, seqlen_q, seqlen_k, n_heads_q, group, scale * LOG2E, scale,
         HEAD_DIM=head_dim, BLOCK_M=cfg.dq_block_m, BLOCK_N=cfg.dq_block_n, CAUSAL=causal,

@@ -436,6 +436,9 @@ CPU_BACKWARD = [
     {"shape": [1, 2, 70, 32], "causal": True},
     {"shape": [1, 4, 45, 16], "kv_heads": 2, "seq_k": 100, "causal": False},
     {"shape": [2, 4, 37, 32], "kv_heads": 1, "causal": True},
+    # Eight query heads over two KV heads, causal: on the interpreter's table the dK/dV programs share each group of
+    # four, two heads a program (dkdv_split), so a program that sums the wrong heads of its share shows.
+    {"shape": [1, 8, 100, 16], "kv_heads": 2, "causal": True},
     # Sq and Sk one past a multiple of every power-of-two block, so the last query block of dK/dV and the last
     # key block of dQ hold one row; two batches of two KV heads, so a head mapping that drops the batch shows.
     {"shape": [2, 4, 33, 16], "kv_heads": 2, "seq_k": 65, "causal": False},
