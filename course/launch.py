@@ -13,6 +13,7 @@ tensors fixed once per signature, for a launcher called many times with one sign
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -62,7 +63,8 @@ class Untraceable(Exception):
     """A launch that Inductor cannot take into a graph as it is: an argument other than a tensor, an int, a bool
     or None. The op being traced stays one opaque node.
 
-    - A TMA descriptor made on the host: AOTAutograd's tracing cannot record one.
+    - A TMA descriptor made on the host, unless it is Triton's `TensorDescriptor` over a contiguous tensor, which
+      is recorded as that tensor and its tile shape (`_record_descriptors`), or where this torch lacks the means.
     - A float, unless the op says its kernels cast their floats to float32 (`traced_launches(floats=True)`):
       Inductor passes a Python float to a kernel as a float64 (its `_use_fp64_for_unbacked_floats`), where
       Triton's own launch passes a float32, so the kernel would compute in float64. Measured on an H200:
@@ -92,9 +94,70 @@ _TRACEABLE_WITH_FLOATS = (*_TRACEABLE, float)
 def _record(kernel: Any, grid: Any, args: tuple, meta: dict[str, Any]) -> None:
     """The launch, recorded as a node of the graph being traced."""
     allowed = _TRACEABLE_WITH_FLOATS if _TRACING["floats"] else _TRACEABLE
-    if not all(isinstance(a, allowed) for a in args):
+    descriptor = _descriptor_type()
+    if not all(isinstance(a, allowed) or (descriptor is not None and isinstance(a, descriptor)) for a in args):
         raise Untraceable(f"{getattr(kernel, '__name__', kernel)} takes an argument a graph cannot hold")
+    if descriptor is not None and any(isinstance(a, descriptor) for a in args):
+        _record_descriptors(kernel, grid, args, meta, descriptor)
+        return
     torch.library.wrap_triton(kernel)[grid](*args, **meta)
+
+
+def _descriptor_type() -> type | None:
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:  # a Triton without host-side descriptors: no launch passes one
+        return None
+    return TensorDescriptor
+
+
+def _record_descriptors(kernel: Any, grid: Any, args: tuple, meta: dict[str, Any], descriptor: type) -> None:
+    """A launch that takes host-side TMA descriptors, recorded the way torch.compile records one it meets in a
+    program it compiles itself: each descriptor becomes the tensor it describes plus its tile shape, and the
+    compiled program makes the descriptor again before each launch (`TensorDescriptor.from_tensor`). The
+    recording of `torch.library.wrap_triton` does not do this (it would keep the descriptor, and the trace's tensor
+    in it, as a constant), so this goes one level below it, to torch's own tracing of Triton kernels: private
+    names, which a torch that lacks them turns into an opaque op (Untraceable)."""
+    for a in args:
+        if isinstance(a, descriptor):
+            base, shape, strides = a.base, list(a.shape), list(a.strides)
+            contiguous = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+            if (getattr(a, "padding", "zero") != "zero" or getattr(a, "round_f32_to_tf32", False)
+                    or not base.is_contiguous() or strides != contiguous or base.numel() != math.prod(shape)):  # fmt: skip
+                raise Untraceable("a TMA descriptor other than one over a whole contiguous tensor, zero-padded")
+    try:
+        hopifier = _descriptor_hopifier(descriptor)
+    except (ImportError, AttributeError) as error:
+        raise Untraceable(f"this torch cannot record a TMA descriptor: {error}") from error
+    hopifier.call_triton_kernel(torch.library.wrap_triton(kernel)[grid], args, meta, None)
+
+
+_HOPIFIER: list[Any] = []
+
+
+def _descriptor_hopifier(descriptor: type) -> Any:
+    """torch's tracer of Triton launches (what wrap_triton calls), with descriptors recorded as tensors."""
+    if _HOPIFIER:
+        return _HOPIFIER[0]
+    from torch._higher_order_ops import triton_kernel_wrap as wrap
+
+    class DescriptorHOPifier(wrap.TracingTritonHOPifier):
+        def call_HOP(self, variable: Any, grids: Any, combined_args: dict[str, Any], tx: Any) -> Any:
+            args, tma = {}, {}
+            for name, value in combined_args.items():
+                if isinstance(value, descriptor):
+                    args[name] = value.base.view(list(value.shape))
+                    tma[name] = wrap.create_tma_stable_metadata(list(value.block_shape))
+                else:
+                    args[name] = value
+            graphable, constants = self.store_non_graphable_args(args)
+            return wrap.triton_kernel_wrapper_mutation(
+                kernel_idx=variable.kernel_idx, constant_args_idx=constants, grid=grids,
+                tma_descriptor_metadata=tma, kwargs=graphable,
+            )  # fmt: skip
+
+    _HOPIFIER.append(DescriptorHOPifier())
+    return _HOPIFIER[0]
 
 
 def aligned(t: torch.Tensor, n_bytes: int) -> bool:

@@ -30,8 +30,8 @@ interpreter), an op is also *traced*: when torch.compile's AOTAutograd reaches i
 the trace's tensors, each launch is recorded with `torch.library.wrap_triton` (course/launch.py), and Inductor
 puts the kernels into the program it generates and launches them itself, as it does for a
 `torch.library.triton_op`. An op stays opaque where one of its launches takes an argument the graph cannot
-hold as Triton would (a TMA descriptor made on the host, a float unless its kernels cast floats to float32:
-`course.launch.Untraceable` says why), where the compiled program's shapes are symbolic (its launcher chooses
+hold as Triton would (a float unless its kernels cast floats to float32, a TMA descriptor other than Triton's
+`TensorDescriptor` over a whole contiguous tensor: `course.launch.Untraceable` says why), where the compiled program's shapes are symbolic (its launcher chooses
 settings by shape), where it is defined with `traced=False` (its launcher keeps state between calls), where
 the launcher cannot run on a trace's tensors at all (it reads a value on the host, say), and in
 `torch.export`, which keeps a triton_op whole too.

@@ -201,3 +201,42 @@ def test_alignment_is_read_from_the_address_or_while_tracing_from_the_offset(off
     assert course.launch.aligned(t, 4) is expected
     with course.launch.traced_launches():
         assert course.launch.aligned(t, 4) is expected
+
+
+def _descriptor_kernel() -> Any:
+    """A compiled-kernel stand-in that takes a TMA descriptor: a JITFunction made directly, so that the interpreter
+    (which turns @triton.jit into a function it runs) does not replace it. Only traced here, never launched."""
+    import triton
+    import triton.language as tl
+
+    def copy_tile(desc, y_ptr, scale, BLOCK: tl.constexpr):
+        tile = desc.load([0, 0])
+        tl.store(y_ptr + tl.arange(0, BLOCK), tl.reshape(tile, [BLOCK]) * tl.cast(scale, tl.float32))
+
+    return triton.runtime.jit.JITFunction(copy_tile)
+
+
+def test_a_tma_descriptor_is_recorded_as_its_tensor_and_tile_shape() -> None:
+    """As torch.compile records a descriptor in code it compiles: the graph holds the tensor it describes (as the
+    descriptor's 2-D view) and its tile shape, and the compiled program makes the descriptor again before each
+    launch. One that is not over a whole contiguous tensor, zero-padded, is refused (the op stays whole)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    kernel = _descriptor_kernel()
+
+    def record(x: torch.Tensor, rows: int, padding: str = "zero") -> torch.Tensor:
+        y = torch.empty(64, dtype=x.dtype)
+        desc = TensorDescriptor(x, shape=[rows, 8], strides=[8, 1], block_shape=[8, 8], padding=padding)
+        with course.launch.traced_launches(floats=True):
+            course.launch.launch(kernel, (1,), desc, y, 0.5, BLOCK=64)
+        return y
+
+    x = torch.randn(2, 3, 8, 8)  # (B, H, S, D), seen as one (B*H*S, D) matrix
+    code = make_fx(lambda t: record(t, 48), tracing_mode="fake")(x).code
+    assert "aten.view.default(t_1, [48, 8])" in code
+    assert "tma_descriptor_metadata = {'desc': ('stable', ([8, 8],))}" in code
+    assert "'desc': view" in code and "'scale': 0.5" in code
+    for bad in (lambda t: record(t, 40), lambda t: record(t[:, :2], 32), lambda t: record(t, 48, "nan")):
+        with pytest.raises(course.launch.Untraceable):
+            make_fx(bad, tracing_mode="fake")(x)

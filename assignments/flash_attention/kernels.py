@@ -99,6 +99,7 @@ def _attn_fwd_kernel(
     DOT_PRECISION: tl.constexpr,  # "ieee" for float32 inputs (no tf32 rounding), else ignored
 ):
     """Program (i, b * Hq + h) computes the output rows i*BLOCK_M ... i*BLOCK_M + BLOCK_M - 1 of head h."""
+    qk_scale = tl.cast(qk_scale, tl.float32)  # Triton's launch passes floats as float32, Inductor as float64
     # TODO(flash_attention.forward)
     #   Program (pid_m, b * Hq + h): BLOCK_M queries of head h against the keys of KV head h // group, with
     #   _attn_fwd_inner; store acc / l_i in o's dtype and, when STORE_LSE, the logsumexp (m_i + log2(l_i)) * ln(2)
@@ -124,6 +125,7 @@ def _attn_decode_split_kernel(
     DOT_PRECISION: tl.constexpr,
 ):
     """Program (s, b * Hkv + j): the `group` query heads of KV head j against split s of the keys."""
+    qk_scale = tl.cast(qk_scale, tl.float32)  # Triton's launch passes floats as float32, Inductor as float64
     # TODO(flash_attention.decode)
     #   The `group` query heads of KV head j (rows (b * Hkv + j) * group + g of q and of the outputs) read
     #   its K and V once, together, for the keys of split s; store acc / l_i into o_part and m_i + log2(l_i) into
@@ -191,6 +193,7 @@ def _attn_decode_int8_split_kernel(
     DOT_PRECISION: tl.constexpr,
 ):
     """The split-K decode of flash_attention.decode, reading K and V as INT8 codes and per-token scales."""
+    qk_scale = tl.cast(qk_scale, tl.float32)  # Triton's launch passes floats as float32, Inductor as float64
     # TODO(flash_attention.kv_int8)
     #   The decode split kernel, with K = codes * k_scale and V = codes * v_scale per key. Never build the
     #   dequantized tiles: the codes are exact in q's dtype, and each key's scale can multiply its score
@@ -241,6 +244,7 @@ def _attn_decode_int4_split_kernel(
     DOT_PRECISION: tl.constexpr,
 ):
     """The split-K decode of flash_attention.decode over the KIVI INT4 cache (course/kivi.py)."""
+    qk_scale = tl.cast(qk_scale, tl.float32)  # Triton's launch passes floats as float32, Inductor as float64
     # TODO(flash_attention.kv_int4)
     #   Row r = j * GQP + h of the dots is query head h over chunk j of each tile: the rows tl.dot pads to 16
     #   become sub-splits of the keys, one K group per row, each masked to its chunk. Unpack with tl.join +
@@ -319,6 +323,8 @@ def _attn_bwd_dkdv_kernel(
 ):
     """Program (j, (b * Hkv + kv) * split + s): dK and dV of keys j*BLOCK_N ... summed over query heads
     s * group / split ... of the group (all of them when split = 1)."""
+    qk_scale = tl.cast(qk_scale, tl.float32)  # Triton's launch passes floats as float32, Inductor as float64
+    sm_scale = tl.cast(sm_scale, tl.float32)
     # TODO(flash_attention.backward)
     #   Program (j, (b * Hkv + kv) * split + s): dK and dV of keys j*BLOCK_N ..., summed with _attn_bwd_dkdv_inner
     #   over query heads s * group / split ... of the group (split = 1: all of them); store dk * sm_scale and dv, in
@@ -402,6 +408,8 @@ def _attn_bwd_dq_kernel(
     DOT_PRECISION: tl.constexpr,
 ):
     """Program (i, b * Hq + h): dQ of queries i*BLOCK_M ... of head h."""
+    qk_scale = tl.cast(qk_scale, tl.float32)  # Triton's launch passes floats as float32, Inductor as float64
+    sm_scale = tl.cast(sm_scale, tl.float32)
     # TODO(flash_attention.backward)
     #   Program (i, b * Hq + h): dQ of queries i*BLOCK_M ... of head h, walking the keys as the forward does;
     #   store dq * sm_scale.
@@ -908,7 +916,7 @@ class FlashAttentionFunction(torch.autograd.Function):
 # --------------------------------------------------------------------------------------------------
 
 
-OPS = OpLibrary(__file__)
+OPS = OpLibrary(__file__)  # float32_floats: every kernel here casts its float arguments to float32 first
 
 def _attention_forward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, store_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
     batch, n_heads_q, seqlen_q, _ = q.shape
@@ -917,7 +925,7 @@ def _attention_forward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
 
 
 @OPS.op("flash_attention_forward", "(Tensor q, Tensor k, Tensor v, bool causal, float scale, bool store_lse) -> (Tensor, Tensor)",
-        _attention_forward_fake)  # fmt: skip
+        _attention_forward_fake, float32_floats=True)  # fmt: skip
 def attention_forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, store_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """o and lse, or an empty lse when it is not stored (an op returns tensors, never None)."""
     o, lse = attention_forward(q, k, v, causal, scale, store_lse)
@@ -928,7 +936,8 @@ def _attention_decode_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sc
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
-@OPS.op("flash_attention_decode", "(Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor)", _attention_decode_fake)
+@OPS.op("flash_attention_decode", "(Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor)", _attention_decode_fake,
+        float32_floats=True)  # fmt: skip
 def attention_decode_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     return attention_decode(q, k, v, scale)
 
@@ -939,7 +948,7 @@ def _attention_backward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
 
 @OPS.op("flash_attention_backward",
         "(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, bool causal, float scale) -> (Tensor, Tensor, Tensor)",
-        _attention_backward_fake)  # fmt: skip
+        _attention_backward_fake, float32_floats=True)  # fmt: skip
 def attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, do: torch.Tensor, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return attention_backward(q, k, v, o, lse, do.contiguous(), causal, scale)
 
@@ -958,7 +967,7 @@ def _attention_decode_int8_fake(q: torch.Tensor, k_q: torch.Tensor, k_scale: tor
 
 
 @OPS.op("flash_attention_decode_int8", "(Tensor q, Tensor k_q, Tensor k_scale, Tensor v_q, Tensor v_scale, float scale) -> Tensor",
-        _attention_decode_int8_fake)  # fmt: skip
+        _attention_decode_int8_fake, float32_floats=True)  # fmt: skip
 def attention_decode_int8_op(q: torch.Tensor, k_q: torch.Tensor, k_scale: torch.Tensor, v_q: torch.Tensor, v_scale: torch.Tensor, scale: float) -> torch.Tensor:
     return attention_decode_int8(q, k_q, k_scale, v_q, v_scale, scale)
 
@@ -969,7 +978,7 @@ def _attention_decode_int4_fake(q: torch.Tensor, k_packed: torch.Tensor, k_scale
 
 @OPS.op("flash_attention_decode_int4",
         "(Tensor q, Tensor k_packed, Tensor k_scale, Tensor k_zero, Tensor v_packed, Tensor v_scale, Tensor v_zero, int group_size, float scale) -> Tensor",
-        _attention_decode_int4_fake)  # fmt: skip
+        _attention_decode_int4_fake, float32_floats=True)  # fmt: skip
 def attention_decode_int4_op(q: torch.Tensor, k_packed: torch.Tensor, k_scale: torch.Tensor, k_zero: torch.Tensor, v_packed: torch.Tensor, v_scale: torch.Tensor, v_zero: torch.Tensor, group_size: int, scale: float) -> torch.Tensor:
     return attention_decode_int4(q, k_packed, k_scale, k_zero, v_packed, v_scale, v_zero, group_size, scale)
 

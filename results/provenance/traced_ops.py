@@ -9,6 +9,8 @@ in turn of 20 queued steps, host and wall microseconds per step.
 Part "decode": the W4A16 block with fused projections under reduce-overhead without CUDA graph trees, traced
 and opaque, batch 1 and 16 (checked against float32, then timed in turn).
 Part "train": one training step at 1x2048, compiled, PyTorch and the course block traced and opaque.
+Part "profile": both blocks compiled and traced, under torch.profiler at PROFILE_SIZE (default 1x512): tables of
+host time and of GPU time per op and kernel.
 
     python results/provenance/traced_ops.py OUT [ops] [prefill] [decode] [train]"""
 import json, os, statistics, sys, time, traceback
@@ -135,7 +137,8 @@ if "profile" in parts:
     from torch.profiler import ProfilerActivity, profile
     with torch.inference_mode():
         b = lbb.Bench(False, "solutions", run)
-        x, _, _ = b.inputs(1, 512, False)
+        size = os.environ.get("PROFILE_SIZE", "1x512")
+        x, _, _ = b.inputs(*map(int, size.split("x")), False)
         prof_rows = {}
         for i, (name, switched) in enumerate((("PyTorch", ()), ("course, traced", lbb.ALL_BF16))):
             ops = b.ops(switched)
@@ -151,8 +154,8 @@ if "profile" in parts:
                 torch.cuda.synchronize()
             table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40, max_name_column_width=70)
             kernels = prof.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70)
-            (out / f"profile_{i}.txt").write_text(table + "\n\n" + kernels)
-            print(name); print(table[:6000], flush=True)
+            (out / f"profile_{size}_{i}.txt").write_text(table + "\n\n" + kernels)
+            print(name); print(kernels[:7000], flush=True)
 
 if "decode" in parts:
     with torch.inference_mode():
