@@ -33,6 +33,12 @@ class Device:
         return not self.interpreter and self.capability >= (9, 0)
 
     @property
+    def dependent_launch(self) -> bool:
+        """Programmatic dependent launch: a kernel launched while the one before it in the stream finishes, which
+        waits on the GPU (`griddepcontrol.wait`) before it reads that kernel's results. Hopper (sm_90) and newer."""
+        return not self.interpreter and self.capability >= (9, 0)
+
+    @property
     def bf16_tensor_cores(self) -> bool:
         """bfloat16 matrix instructions: Ampere (sm_80) and newer."""
         return not self.interpreter and self.capability >= (8, 0)

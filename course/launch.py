@@ -97,6 +97,9 @@ def _record(kernel: Any, grid: Any, args: tuple, meta: dict[str, Any]) -> None:
     descriptor = _descriptor_type()
     if not all(isinstance(a, allowed) or (descriptor is not None and isinstance(a, descriptor)) for a in args):
         raise Untraceable(f"{getattr(kernel, '__name__', kernel)} takes an argument a graph cannot hold")
+    # Inductor launches a user kernel without this option; a kernel that waits for its predecessor on the GPU
+    # (`gdc_wait`) then finds none to wait for and goes on, after the predecessor as stream order has it.
+    meta = {k: v for k, v in meta.items() if k != "launch_pdl"}
     if descriptor is not None and any(isinstance(a, descriptor) for a in args):
         _record_descriptors(kernel, grid, args, meta, descriptor)
         return

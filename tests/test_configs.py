@@ -199,3 +199,21 @@ def test_every_search_space_tunes_a_graded_task_into_buckets_the_wrappers_read(s
         assert set(space.buckets) <= set(reference[space.kernel]), f"{space.kernel}: buckets the table does not have"
         assert all(params.get("dtype") in ("float32", "float16", "bfloat16") for calls in space.buckets.values() for params in calls)
     assert set(module.CONFIGS.gpus["interpreter"]) >= set(reference)  # the interpreter has every kernel
+
+
+@pytest.mark.parametrize("device, dependent", [(H200, True), (Device("GPU sm_80", (8, 0), 108, 166_912), False),
+                                               (INTERPRETER, False)])  # fmt: skip
+def test_the_decode_combine_is_a_dependent_launch_from_hopper_on(monkeypatch: pytest.MonkeyPatch, device: Device,
+                                                                 dependent: bool) -> None:  # fmt: skip
+    """On sm_90 and newer the combine kernel is launched while the split kernel finishes (launch_pdl) and waits on the
+    GPU for its results (AFTER_SPLIT); elsewhere it is launched after it, as the interpreter runs it."""
+    fa = SOLUTIONS["flash_attention"]
+    launches: list[tuple] = []
+    monkeypatch.setattr(fa, "launch", lambda kernel, grid, *args, **meta: launches.append((kernel, grid, meta)))
+    monkeypatch.setattr(fa, "device_of", lambda t: device)
+    o_part, lse_part = torch.zeros(6, 3, 16), torch.zeros(6, 3)
+    fa._combine(o_part, lse_part, torch.empty(2, 3, 1, 16), torch.empty(2, 3, 1), 4096)
+    (kernel, grid, meta), = launches
+    assert kernel is fa._attn_decode_combine_kernel and grid == (6,) and meta["BLOCK_S"] == 4
+    assert meta["AFTER_SPLIT"] is dependent and meta.get("launch_pdl", False) is dependent
+    assert device.dependent_launch is dependent

@@ -178,7 +178,7 @@ def test_a_recorded_launch_refuses_what_the_graph_would_change() -> None:
 
     with pytest.MonkeyPatch.context() as patch, course.launch.traced_launches():
         patch.setattr(torch.library, "wrap_triton", lambda kernel: kernel)
-        course.launch.launch(Recorder(), (3,), x, y, 4, True, None, BLOCK=8)
+        course.launch.launch(Recorder(), (3,), x, y, 4, True, None, BLOCK=8, launch_pdl=True)  # an option Inductor lacks
         plan = course.launch.LaunchPlan(Recorder(), (2, 1), (4,), {"BLOCK": 8})
         plan(x, y)
         for bad in (0.5, object()):
