@@ -72,11 +72,21 @@ def main() -> None:
     fa_full = {g: rows(g, "flash_attention.json")[0] for g in GPUS}
     fa_quick = {g: rows(g, "bench_quick/flash_attention.json")[0] for g in GPUS}
 
+    # The warp-specialisation probe times the solution beside cuDNN with the bench's timer (L2 flushed, interleaved,
+    # median of 20): it fills the lengths a GPU's benches did not reach.
+    ws_probe = {g: rows(g, "flash_ws_probe.json")[0] for g in GPUS}
+
     def fa(g: str, shape: str, pass_: str, anchor: str = "SDPA cuDNN") -> tuple[float | None, str]:
         v = ratio(fa_full[g], anchor, shape, pass_)
         if v is not None:
             return v, "flash_attention.json"
-        return ratio(fa_quick[g], anchor, shape, pass_), "bench_quick/flash_attention.json"
+        v = ratio(fa_quick[g], anchor, shape, pass_)
+        if v is not None:
+            return v, "bench_quick/flash_attention.json"
+        b, hq, s, d = map(int, shape.split("x"))
+        r = next((r for r in ws_probe[g] if (r["B"], r["Hq"], r["Hkv"], r["S"], r["causal"]) ==
+                  (b, hq, hq, s, pass_.endswith("causal"))), None)  # fmt: skip
+        return (r["us"]["cudnn"] / r["us"]["solution"], "flash_ws_probe.json") if r and d == 128 else (None, "")
 
     for pass_ in ("forward", "forward causal"):
         for s in (512, 1024, 4096, 8192, 16384):
@@ -142,7 +152,7 @@ def main() -> None:
     dates = []
     for g in GPUS:
         for rel in ("bench_quick/quant_matmul.json", "flash_attention.json", "bench_quick/flash_attention.json",
-                    "fusion.json", "softmax_keep_e.json", "tiling.json"):
+                    "flash_ws_probe.json", "fusion.json", "softmax_keep_e.json", "tiling.json"):
             _, meta = rows(g, rel)
             if meta:
                 dates.append(f"results/{g}/{rel}: {meta.get('gpu')}, {meta.get('date')}, torch {meta.get('torch')}, "
@@ -153,16 +163,18 @@ def main() -> None:
               "another run on the H100 (`results/h100/speed_candidates/bench_variants.md`) GemLite 0.6's M=1 output "
               "was outside the course's tolerance on 2% of its elements against the float64 reference, so its "
               "M=1 time is not a like-for-like anchor.",
-              "- W4A16 at M = 2..32: the H200's rows (2026-11-28) are after the dot kernel began to take one product per "
-              "nibble plane (`results/h200/w4a16_planes.md`: 1.29x the kernel before at 16x4096x14336); the H100's "
-              "(2026-11-25) are before it, and the H100 has not measured the planes.",
-              "- The H100 has no full flash attention sweep committed: 512, 8192 and 16384 tokens and 1024 decode keys "
-              "were measured on the H200 only.",
+              "- W4A16 at M = 2..32: both GPUs' rows are with the dot kernel that takes one product per nibble plane "
+              "(`results/h200/w4a16_planes.md`: 1.29x the kernel before at 16x4096x14336 on the H200; "
+              "`results/h100/planes_h100.md`: 1.24x on the H100, where the entry for M <= 16 was tuned on 2026-12-06).",
+              "- The H100 has no full flash attention sweep committed: its 512, 8192 and 16384-token forward rows come "
+              "from the warp-specialisation probe's solution and cuDNN columns (`results/h100/flash_ws_probe.md`, same "
+              "timer), and 1024 decode keys were measured on the H200 only.",
               "- Flash attention at 512-2048 tokens: since 2026-11-28 the forward has table entries of its own for short "
               "sequences (lecture 08, section 4; `results/h200/flash_fwd_probe.md`), tuned on the H200: 64-query tiles "
               "causal up to 2048 tokens and non-causal up to 1024, 0.86x and 0.89x cuDNN causal at 512 and 1024 tokens "
-              "where the 128-query tiles gave 0.69x and 0.77x. The H100's 1024-token rows predate them, and the H100 "
-              "borrows the H200's entries unmeasured (same architecture and shared memory).",
+              "where the 128-query tiles gave 0.69x and 0.77x. The H100's 1024-token rows (bench_quick, 2026-11-25) "
+              "predate them; its 512-token rows do not. On 2026-12-06 the tuner chose the H200's settings for every "
+              "H100 forward bucket (`results/h100/planes_h100/tune_and_log.txt`).",
               "- Softmax at 1024x128256 is the split solution's A/B (do_bench, three interleaved rounds); the fusion "
               "bench (median of 30 calls) gives 75% on the H200 for the same kernel.",
               "- Every time here is taken after the timer's L2 flush, which zeroes a 256+ MiB buffer and leaves the L2 "
