@@ -123,8 +123,8 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     assert (fwd.block_m, fwd.block_n, fwd.num_warps, fwd.num_stages) == (128, 128, 8, 3)
     assert fwd.tma == (fa.TensorDescriptor is not None)
     assert fa.forward_config(H200, 64, torch.float16, True) == fa.FwdConfig(64, 64, 4, 3, fwd.tma)
-    # short sequences: 64-query tiles causal up to 2048 tokens, and non-causal up to 1024 (D = 128); the H100,
-    # which has not measured them, borrows the H200's (same architecture, same shared memory)
+    # short sequences: 64-query tiles causal up to 2048 tokens, and non-causal up to 1024 (D = 128); the H100's
+    # own entries (tuned 2026-12-06) chose the same
     assert [fa.length_class(s, s) for s in (1, 512, 1024, 1025, 2048, 2049, 4096)] == \
         ["S<=1024", "S<=1024", "S<=1024", "S<=2048", "S<=2048", "", ""]
     assert fa.length_class(1, 3000) == fa.length_class(3000, 1) == ""  # both lengths must be within the bound
@@ -149,10 +149,16 @@ def test_the_tile_settings_of_the_compute_bound_solutions_are_pinned_too() -> No
     assert fa.forward_config(INTERPRETER, 64, torch.float32, True) == fa.FwdConfig(64, 32, 4, 1, False)
     assert fa.decode_config(H200, torch.bfloat16, 4096, 64)[0] == fa.DecodeConfig(1024, 64, 4, 3)
     assert fa.backward_config(H200, torch.bfloat16) == fa.BwdConfig(64, 128, 8, 3, 128, 64, 8, 3, 64, 8)
-    assert fa.backward_config(H100, torch.bfloat16).dkdv_programs_per_sm == 8
+    assert fa.backward_config(H100, torch.bfloat16) == fa.backward_config(H200, torch.bfloat16)  # each GPU's tune chose it
     # tuned on both graded decode shapes (N = 14336 and 4096): the same entry on both GPUs
     assert qm.quant_config(H200, 4, 1, torch.float16) == qm.GemvConfig(32, 128, 2, 8, 3)
     assert qm.quant_config(H100, 4, 1, torch.float16) == qm.GemvConfig(32, 128, 2, 8, 3)
+    # a few rows: one product per nibble plane on both GPUs, the H100's own entry up to 16 rows (tuned 2026-12-06;
+    # results/h100/planes_h100.md), the H200's borrowed at 2-8 rows where the H100 has no bucket of its own
+    planes = qm.DotConfig(128, 16, 128, 4, 3, 2, dot_16bit=True, planes=True)
+    for device in (H200, H100):
+        assert [qm.quant_config(device, 4, m, torch.float16) for m in (2, 8, 16)] == [planes] * 3
+    assert not qm.quant_config(H100, 4, 64, torch.float16).planes
     assert qm.quant_config(INTERPRETER, 4, 16, torch.float16) == qm.default_config(4, 16)
 
 
