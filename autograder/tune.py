@@ -29,7 +29,7 @@ from autograder import timing
 from autograder.checking import compare
 from autograder.spec import Part, generator
 from autograder.specs import load_spec
-from course.configs import SearchSpace, dump_table
+from course.configs import ConfigTable, SearchSpace, dump_table
 from course.device import Device, device_of
 from course.env import interpreter_requested
 from course.loader import load_module
@@ -212,6 +212,8 @@ def tune(slug: str, gpu_name: str | None = None, smoke: bool = False, out: Path 
     if path is not None:
         write_entry(path, name, entry, module.CONFIGS.path)
         log(f"wrote the entry for {name} to {path}" + ("" if smoke else f"; run `python -m autograder release {slug}` next"))
+        for line in ConfigTable(json.loads(path.read_text()), module.CONFIGS.path).stale():
+            log(line)  # another GPU's settings that predate a setting this table's reference now has
     return results
 
 

@@ -87,6 +87,28 @@ class ConfigTable:
     def reference(self, kernel: str, bucket: str) -> Any | None:
         return self.measured(self.data.get("reference", ""), kernel, bucket)
 
+    def stale(self) -> list[str]:
+        """The measured GPU entries that lack a setting the reference GPU's entry for the same bucket has: settings
+        measured before the kernel gained that setting, which the launch would fill with the old default (and so
+        never use what the setting brings). A sentence for each, saying what to do."""
+        ref_name = self.data.get("reference", "")
+        found = []
+        for name, entry in self.gpus.items():
+            if name in (ref_name, "interpreter"):  # the interpreter's settings have shapes of their own (CPU cases)
+                continue
+            for kernel, buckets in entry.items():
+                if kernel == "meta":
+                    continue
+                for bucket, settings in buckets.items():
+                    missing = _missing_settings(self.reference(kernel, bucket), settings)
+                    if missing:
+                        found.append(
+                            f"{self.path.parent.name}: {name}'s {kernel} [{bucket}] has no {', '.join(missing)}, which "
+                            f"{ref_name}'s has: it was measured before the kernel took that setting. Tune it again on "
+                            f"that GPU (python -m autograder tune {self.path.parent.name} --kernels {kernel}), or delete "
+                            "the bucket so that the GPU borrows or derives it.")  # fmt: skip
+        return found
+
     def borrowed(self, device: Device, kernel: str, bucket: str) -> Any | None:
         """Settings measured on another GPU of the device's architecture, with no more shared memory than it."""
         for name, entry in self.gpus.items():
@@ -181,6 +203,20 @@ class Measurement:
     kernel: str  # the table's key
     buckets: tuple[str, ...]
     measure: Callable[[Device, str, Timer], Any]
+
+
+def _missing_settings(reference: Any, settings: Any, prefix: str = "") -> list[str]:
+    """The keys of `reference` that `settings` lacks, nested dicts included where both agree on their plain values
+    (a nested "cfg" is compared only under the same "path": a GEMV's settings are not a dot kernel's)."""
+    if not isinstance(reference, dict) or not isinstance(settings, dict):
+        return []
+    missing = [prefix + k for k in reference if k not in settings]
+    plain_agree = all(settings.get(k) == v for k, v in reference.items() if k in settings and not isinstance(v, dict))
+    if plain_agree:
+        for k, v in reference.items():
+            if isinstance(v, dict) and k in settings:
+                missing += _missing_settings(v, settings[k], f"{prefix}{k}.")
+    return missing
 
 
 def grid(**axes: list[Any]) -> list[dict[str, Any]]:

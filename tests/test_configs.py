@@ -77,6 +77,33 @@ def test_a_kernels_py_without_a_table_beside_it_uses_the_released_one(tmp_path: 
         ConfigTable.beside(tmp_path / "elsewhere" / "kernels.py", "nothing")
 
 
+def test_an_entry_measured_before_the_kernel_took_a_setting_is_called_stale(tmp_path: Path) -> None:
+    """The H100's W4A16 entry for 16 rows predated the nibble planes until 2026-12-06: the table held no "planes" for
+    it, the launch took the default (none), and the planes never reached that GPU at 9-16 rows."""
+    dot = {"block_n": 128, "block_m": 16, "num_warps": 4}
+    data = {"reference": "GPU A", "gpus": {
+        "GPU A": {"w4": {"m<=16": {"path": "dot", "cfg": {**dot, "planes": True}}, "m<=1": {"path": "gemv", "cfg": {"k": 1}},
+                         "m<=2": {"path": "dot", "cfg": {**dot, "planes": True}}}},
+        "GPU B": {"w4": {"m<=16": {"path": "dot", "cfg": dict(dot)},  # measured before the planes: stale
+                         "m<=1": {"path": "dot", "cfg": dict(dot)},  # another kernel there: its own settings
+                         "m<=2": {"path": "dot", "cfg": {**dot, "planes": False, "extra": 0}},  # measured with them
+                         "m<=64": {"path": "dot", "cfg": dict(dot)}}},  # no reference bucket to compare with
+        "interpreter": {"w4": {"m<=16": {"path": "dot", "cfg": {"block_n": 16}}}},  # CPU settings have their own shape
+    }}  # fmt: skip
+    path = tmp_path / "quant_matmul" / "configs.json"
+    path.parent.mkdir()
+    stale = ConfigTable(data, path).stale()
+    assert len(stale) == 1 and stale[0].startswith("quant_matmul: GPU B's w4 [m<=16] has no cfg.planes, which GPU A's has")
+    assert "python -m autograder tune quant_matmul --kernels w4" in stale[0]
+    del data["gpus"]["GPU B"]["w4"]["m<=16"]
+    assert ConfigTable(data, path).stale() == []
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_no_gpu_entry_in_a_shipped_table_predates_a_setting_of_the_reference(slug: str) -> None:
+    assert SOLUTIONS[slug].CONFIGS.stale() == []
+
+
 def test_bucket_and_grid_helpers() -> None:
     assert [ceil_bucket(v, (512, 1024), "cols", "cols>1024") for v in (1, 512, 513, 4096)] == [
         "cols<=512", "cols<=512", "cols<=1024", "cols>1024"]  # fmt: skip
