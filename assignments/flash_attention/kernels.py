@@ -146,7 +146,7 @@ def _attn_decode_combine_kernel(
     AFTER_SPLIT: tl.constexpr,  # launched as the split kernel's dependent (PDL): wait on the GPU for its results
 ):
     """Program r merges the n_splits partial results of query row r."""
-    if AFTER_SPLIT:
+    if AFTER_SPLIT:  # pragma: no cover - GPU only: a dependent launch (Hopper and newer)
         tl.extra.cuda.gdc_wait()  # the split kernel's stores are visible from here on
     # TODO(flash_attention.decode)
     #   Split s holds o_s (normalised over its keys) and L_s = log2 of its sum of exp2(scores); merge the
