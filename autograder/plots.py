@@ -149,5 +149,10 @@ def summary_table(folder: Path, slugs: list[str]) -> str:
                     f"{best['impl']} {best['ms'] * 1e3:,.1f} | {ratio:.2f}x | {low:.2f}x vs {low_best['impl']} at "
                     f"{'x'.join(map(str, low_shape))} |"
                 )
-    head = "; ".join(f"{g}, torch {t}, triton {tr}, {d}" for g, t, tr, d in sorted(dates))
-    return f"Measured on {head}. Ratios above 1 mean the solution is faster.\n\n" + "\n".join(lines) + "\n"
+    # one entry per GPU and versions, with every date a module was measured on (modules are re-run one at a time)
+    runs: dict[tuple[str, str, str], list[str]] = {}
+    for g, t, tr, d in sorted(dates):
+        runs.setdefault((g, t, tr), []).append(d)
+    head = "; ".join(f"{g}, torch {t}, triton {tr}, {' and '.join(ds)}" for (g, t, tr), ds in runs.items())
+    note = " (each module's date is in its JSON)" if any(len(ds) > 1 for ds in runs.values()) else ""
+    return f"Measured on {head}{note}. Ratios above 1 mean the solution is faster.\n\n" + "\n".join(lines) + "\n"

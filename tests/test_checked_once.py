@@ -97,3 +97,21 @@ def test_a_cpu_call_accepted_under_the_interpreter_is_refused_without_it(monkeyp
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ValueError, match="CUDA GPU"):
         swiglu(gate, gate)
+
+
+def test_a_compiled_caller_does_not_guard_on_the_accepted_signatures() -> None:
+    """While torch.compile traces, the set is not even looked up: a lookup makes Dynamo guard on every key the set
+    holds, so that any new signature accepted later, by an eager call anywhere in the program, would fail those
+    guards and recompile the caller (as it did until 2026-12-06, with about 100 guards on the set's contents)."""
+    from torch._dynamo.utils import counters
+
+    rmsnorm = load_kernels("rmsnorm", "solutions").rmsnorm
+    w = torch.ones(8)
+    torch._dynamo.reset()
+    step = torch.compile(lambda x: rmsnorm(x, w) * 2.0, fullgraph=True, backend="eager")
+    x = torch.randn(3, 8)
+    expected = step(x)
+    graphs = counters["stats"]["unique_graphs"]
+    rmsnorm(torch.randn(5, 8), w)  # eager, a signature the set has not seen
+    assert torch.equal(step(x), expected)
+    assert counters["stats"]["unique_graphs"] == graphs
