@@ -97,7 +97,13 @@ def main() -> None:
             row("flash attention", f"{pass_} {shape}, vs cuDNN", {g: v for g, (v, _) in got.items()}, "x", target, ok,
                 "; ".join(srcs) or "-")
 
-    # Decode: share of copy bandwidth for K and V, and against SDPA.
+    # Decode: share of copy bandwidth for K and V, and against SDPA. Key counts that a GPU's benches left out come
+    # from decode_keys.py (the bench's timer and copy bandwidth, solution and SDPA in the same run).
+    dk = {g: rows(g, "decode_keys.json")[0] for g in GPUS}
+
+    def dk_pick(g: str, sk: int, impl: str) -> dict | None:
+        return next((r for r in dk[g] if r["Sk"] == sk and r["impl"] == impl), None)
+
     for sk in (1024, 4096, 16384, 65536):
         got = {}
         for g in GPUS:
@@ -105,6 +111,8 @@ def main() -> None:
             src = "flash_attention.json"
             if r is None:
                 r, src = pick(fa_quick[g], "solution", "8x32x1x128", f"decode Sk={sk}"), "bench_quick/flash_attention.json"
+            if r is None:
+                r, src = dk_pick(g, sk, "solution"), "decode_keys.json"
             got[g] = ((r or {}).get("pct_copy"), src)
         srcs = sorted({f"{GPUS[g]}: {src}" for g, (v, src) in got.items() if v is not None})
         if sk >= 4096:
@@ -115,6 +123,9 @@ def main() -> None:
             for g in GPUS:
                 v = ratio(fa_full[g], "SDPA (enable_gqa)", "8x32x1x128", f"decode Sk={sk}")
                 vals[g] = v if v is not None else ratio(fa_quick[g], "SDPA (enable_gqa)", "8x32x1x128", f"decode Sk={sk}")
+                sol, sdpa = dk_pick(g, sk, "solution"), dk_pick(g, sk, "SDPA (enable_gqa)")
+                if vals[g] is None and sol and sdpa:
+                    vals[g] = sdpa["ms"] / sol["ms"]
             row("decode attention", f"8x32/8 heads, {sk} keys, vs SDPA", vals, "x", ">= 1.25x", lambda v: v >= 1.25,
                 "; ".join(srcs))
 
@@ -152,7 +163,7 @@ def main() -> None:
     dates = []
     for g in GPUS:
         for rel in ("bench_quick/quant_matmul.json", "flash_attention.json", "bench_quick/flash_attention.json",
-                    "flash_ws_probe.json", "fusion.json", "softmax_keep_e.json", "tiling.json"):
+                    "flash_ws_probe.json", "decode_keys.json", "fusion.json", "softmax_keep_e.json", "tiling.json"):
             _, meta = rows(g, rel)
             if meta:
                 dates.append(f"results/{g}/{rel}: {meta.get('gpu')}, {meta.get('date')}, torch {meta.get('torch')}, "
@@ -168,7 +179,8 @@ def main() -> None:
               "`results/h100/planes_h100.md`: 1.24x on the H100, where the entry for M <= 16 was tuned on 2026-12-06).",
               "- The H100 has no full flash attention sweep committed: its 512, 8192 and 16384-token forward rows come "
               "from the warp-specialisation probe's solution and cuDNN columns (`results/h100/flash_ws_probe.md`, same "
-              "timer), and 1024 decode keys were measured on the H200 only.",
+              "timer); its decode rows at 1024 and 65536 keys from `results/provenance/decode_keys.py` (2026-12-06, the "
+              "bench's timer and copy bandwidth, SDPA in the same run).",
               "- Flash attention at 512-2048 tokens: since 2026-11-28 the forward has table entries of its own for short "
               "sequences (lecture 08, section 4; `results/h200/flash_fwd_probe.md`), tuned on the H200: 64-query tiles "
               "causal up to 2048 tokens and non-causal up to 1024, 0.86x and 0.89x cuDNN causal at 512 and 1024 tokens "
@@ -184,6 +196,11 @@ def main() -> None:
               "barely moves (33%, 32%), so its miss is the kernel's own. Nor is it the GEMV's way of walking the "
               "weights (a read with its pattern, 15.0 us against its 22.0); a variant with a quarter fewer instructions was "
               "no faster, having lost a quarter of its warps to registers: lecture 09, section 7.",
+              "- Two probes on the H100 on 2026-12-06 that were slower than the solutions, and were not adopted: split "
+              "softmax rows that hold nothing across the wait and read their chunk again (83.5% of copy at its best at "
+              "1024x128256 bf16 against the solution's 87.5%, `results/h100/softmax_reread.md`), and decode attention "
+              "merging the splits in the last split program instead of a dependent combine launch (1-4% slower, "
+              "`results/h100/decode_last_combine_probe.md`).",
               "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
