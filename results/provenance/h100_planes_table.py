@@ -9,7 +9,8 @@ and `ro_fused.py OUT 4 8 16` before it (bench_before.json, ro_before.json), and 
 more after it (ro_after_2.json, ro_after_3.json), all on one H100 on one day. Later that day, on another H100 lease:
 `ro_fused.py` twice more (ro_after_4.json, ro_after_5.json, from `session_1206b.sh`) and the same comparison in
 interleaved rounds, `ro_rounds.py OUT 1 4 8 16` (ro_rounds_1.json from `session_1206c.sh`; ro_rounds_2.json from
-`session_1206e.sh`, after CheckedOnce stopped adding guards to every compiled caller, course/validate.py)."""
+`session_1206e.sh`, after CheckedOnce stopped adding guards to every compiled caller, course/validate.py; ro_rounds_3.json
+from `session_1206f.sh`, the same code)."""
 from __future__ import annotations
 
 import json
@@ -47,7 +48,7 @@ def rounds_section() -> list[str]:
              "of 7 x 50 steps each; the ratio is taken within each round. The median ratio, and its range over the five "
              "rounds:", "",
              "| run | mode | batch 1 | batch 4 | batch 8 | batch 16 |", "|---|---|---:|---:|---:|---:|"]
-    for i in (1, 2):
+    for i in (1, 2, 3):
         d = json.loads((FOLDER / f"ro_rounds_{i}.json").read_text())
         assert not d.get("errors"), d["errors"]
         rows = [r for key, rs in d.items() if key.startswith("batch_") for r in rs]
@@ -56,14 +57,15 @@ def rounds_section() -> list[str]:
             cells = [f"**{got[b]['median_ratio']:.2f}x** ({got[b]['min_ratio']:.2f}-{got[b]['max_ratio']:.2f})"
                      if b in got else "not run" for b in (1, 4, 8, 16)]
             lines.append(f"| {i} | {mode} | " + " | ".join(cells) + " |")
-    lines += ["", "Run 1 was before, run 2 after CheckedOnce stopped adding guards to compiled callers (the kernels are "
-              "the same). With the trees off, medians are 1.31-1.80x and every round but one is at or above 1.3x (1.299x, "
-              "batch 16, run 1). With the trees on, single rounds fell to 1.07-1.20x at every batch, and the medians of run "
-              "1 to 1.23-1.26x at batch 4 and 16, each time by the course block's time rising (by up to 70 us) while the "
-              "PyTorch block's stayed within 5%: the course block is the one whose GPU time is close to its host time per "
-              "step, so a slow stretch of the shared host shows in its time first. The guard change itself is measured on "
-              "a CPU (`results/provenance/guard_cost.py`: 558 guards and about 25 us to enter the compiled step before, "
-              "293 and about 20 after, PyTorch's block 107 and 14): on the GPU's host, the host time per queued step "
+    lines += ["", "Run 1 was before, runs 2 and 3 after CheckedOnce stopped adding guards to compiled callers (the kernels "
+              "are the same). With the trees off, medians are 1.31-1.80x and every round but one is at or above 1.3x "
+              "(1.299x, batch 16, run 1). With the trees on, single rounds fell to 1.07-1.25x at batch 4-16 and to "
+              "0.70x at batch 1, and medians to 1.23-1.26x (run 1, batch 4 and 16) and 0.94x (run 3, batch 1), each time "
+              "by the course block's time rising (by up to 115 us) while the PyTorch block's stayed within 8%: the "
+              "course block is the one whose GPU time is close to its host time per step, so a slow stretch of the "
+              "shared host shows in its time first. The guard change itself is measured on a CPU "
+              "(`results/provenance/guard_cost.py`: 558 guards and about 25 us to enter the compiled step before, 293 and "
+              "about 20 after, PyTorch's block 107 and 14): on the GPU's host, the host time per queued step "
               "(`ro_trees_profile.py`, `session_1206e.sh`) moved more between two runs of the same code (89 and 142 us "
               "for the PyTorch block at batch 4) than the change could.", ""]
     return lines
