@@ -184,9 +184,10 @@ def main() -> None:
               "- Flash attention at 512-2048 tokens: since 2026-11-28 the forward has table entries of its own for short "
               "sequences (lecture 08, section 4; `results/h200/flash_fwd_probe.md`), tuned on the H200: 64-query tiles "
               "causal up to 2048 tokens and non-causal up to 1024, 0.86x and 0.89x cuDNN causal at 512 and 1024 tokens "
-              "where the 128-query tiles gave 0.69x and 0.77x. The H100's 1024-token rows (bench_quick, 2026-11-25) "
-              "predate them; its 512-token rows do not. On 2026-12-06 the tuner chose the H200's settings for every "
-              "H100 forward bucket (`results/h100/planes_h100/tune_and_log.txt`).",
+              "where the 128-query tiles gave 0.69x and 0.77x. On 2026-12-06 the tuner chose the H200's settings for every "
+              "H100 forward bucket (`results/h100/planes_h100/tune_and_log.txt`), and the H100's quick bench, run again "
+              "that day, put its causal forward at 1024 tokens at 0.86x cuDNN (0.76x on 2026-11-25, before those "
+              "entries) and the non-causal at 0.79x (0.77x).",
               "- Softmax at 1024x128256 is the split solution's A/B (do_bench, three interleaved rounds); the fusion "
               "bench (median of 30 calls) gives 75% on the H200 for the same kernel.",
               "- Every time here is taken after the timer's L2 flush, which zeroes a 256+ MiB buffer and leaves the L2 "
