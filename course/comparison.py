@@ -71,14 +71,15 @@ def check_meta(name: str, out: object, shape: tuple[int, ...], dtype: torch.dtyp
 
 
 def edge_hint(bad: torch.Tensor, shape: tuple[int, ...]) -> str:
-    """Say when the wrong elements all sit past a power-of-two column or row: the mark of a block edge."""
+    """Say when the wrong elements fill the columns (or rows) from some index to the end: the mark of a block edge.
+    Only when every one of those columns (rows) holds a wrong element: one stray element near the end is no edge."""
     if len(shape) == 0 or bad.numel() == 0:
         return ""
     n_cols = shape[-1]
     cols = bad % n_cols
     first_col = int(cols.min())
     hints = []
-    if first_col > 0:
+    if first_col > 0 and int(cols.unique().numel()) == n_cols - first_col:
         block = first_col & -first_col  # the largest power of two dividing first_col
         if block >= 16:
             hints.append(
@@ -92,7 +93,7 @@ def edge_hint(bad: torch.Tensor, shape: tuple[int, ...]) -> str:
         n_rows = math.prod(shape[:-1])
         rows = bad // n_cols
         first_row = int(rows.min())
-        if first_row > 0 and n_rows > 1:
+        if first_row > 0 and n_rows > 1 and int(rows.unique().numel()) == n_rows - first_row:
             last = "the last row is" if first_row == n_rows - 1 else f"rows {first_row}..{n_rows - 1} are"
             hints.append(f"only {last} wrong (of {n_rows} rows, counting leading dims as rows)")
     return "; ".join(hints)

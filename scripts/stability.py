@@ -31,14 +31,16 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from autograder.grade import Selection, grade_assignment  # noqa: E402
 from autograder.specs import SLUGS  # noqa: E402
-from course.results import markdown_table, run_meta  # noqa: E402
+from course.results import gpu_model, markdown_table, run_meta  # noqa: E402
 
 
-def summarize(runs: list[dict], target: float, zero_at: float, points: float) -> dict:
-    """Spread of one speed case's numbers over the runs, and the margins around its thresholds."""
+def summarize(runs: list[dict], target: float, zero_at: float, points: float, every_run: list[dict] | None = None) -> dict:
+    """Spread of one speed case's numbers over the runs that were timed, and the margins around its thresholds; the
+    points and statuses over every run (`every_run`, default `runs`): a run that failed, with no time, still counts."""
+    every_run = runs if every_run is None else every_run
     ms = [r["ms"] for r in runs]
     speedups = [r["value"] for r in runs]  # the measure that earns the points
-    scores = [r["score"] for r in runs]
+    scores = [r["score"] for r in every_run]
     worst, best = min(speedups), max(speedups)
     return {
         "runs": len(runs),
@@ -56,7 +58,8 @@ def summarize(runs: list[dict], target: float, zero_at: float, points: float) ->
         "points": points,
         "scores": scores,
         "same_points_every_run": max(scores) - min(scores) < 1e-6,
-        "statuses": sorted({r["status"] for r in runs}),
+        "statuses": sorted({r["status"] for r in every_run}),
+        "failed_runs": [r["run"] for r in every_run if r["status"] != "passed"],
     }
 
 
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
         return 2
     gpu = torch.cuda.get_device_name(0)
-    out = args.out or REPO_ROOT / "results" / gpu.split()[-1].lower() / "stability.json"
+    out = args.out or REPO_ROOT / "results" / gpu_model(gpu).lower() / "stability.json"
     selection = Selection(max_cases=1)  # one correctness case per part unlocks its speed cases
     per_case: dict[str, list[dict]] = {}
     meta: dict[str, dict] = {}
@@ -121,18 +124,19 @@ def main(argv: list[str] | None = None) -> int:
                     },
                 }
                 per_case.setdefault(key, []).append(record)
-                meta[key] = {
-                    "target": c.extra.get("target", float("nan")),
-                    "points": c.max_score,
-                    "zero_at": c.extra.get("zero_at", float("nan")),
-                    "measure": c.extra.get("measure", ""),
-                }
+                if key not in meta or "target" in c.extra:  # a run that failed before timing knows no thresholds
+                    meta[key] = {
+                        "target": c.extra.get("target", float("nan")),
+                        "points": c.max_score,
+                        "zero_at": c.extra.get("zero_at", float("nan")),
+                        "measure": c.extra.get("measure", ""),
+                    }
                 print(f"run {run + 1} {key}: {c.status} {c.score:.2f}/{c.max_score:g} {c.message}", flush=True)
     summary = {}
     for key, runs in per_case.items():
         timed = [r for r in runs if r["ms"] == r["ms"]]  # runs that were timed (not skipped or failed early)
         if timed:
-            summary[key] = summarize(timed, meta[key]["target"], meta[key]["zero_at"], meta[key]["points"])
+            summary[key] = summarize(timed, meta[key]["target"], meta[key]["zero_at"], meta[key]["points"], runs)
         else:
             summary[key] = {
                 "runs": 0,
@@ -194,7 +198,8 @@ def markdown(report: dict) -> str:
                 f"{s['speedup_min']:.3g}..{s['speedup_max']:.3g}",
                 f"{s['target']:g}",
                 f"{100 * s['margin_to_full_points']:+.0f}%",
-                ", ".join(f"{x:.2f}" for x in s["scores"]) + ("" if s["same_points_every_run"] else " (differ)"),
+                ", ".join(f"{x:.2f}" for x in s["scores"]) + ("" if s["same_points_every_run"] else " (differ)")
+                + "".join(f"; run {r} failed" for r in s.get("failed_runs", [])),
             ]
         )
     m = report["meta"]

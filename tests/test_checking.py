@@ -32,6 +32,18 @@ def test_wrong_tail_columns_are_reported_as_a_block_edge() -> None:
     assert "columns 64..99 of 100, past a multiple of 64" in verdict.message
 
 
+def test_one_stray_element_near_the_end_is_not_called_a_block_edge() -> None:
+    """A single element off in the last rows (a rounding outlier, say) is no block edge: until 2026-12-06 the message
+    said that every wrong element lay in columns 79..127 and rows 230..255, the span from it to the end."""
+    ref = _ref()
+    out = ref.clone()
+    out[1, 79] += 1.0  # rows 1..2 and columns 79..99 are "from it to the end", but only one element is off
+    verdict = compare("y", out, ref, TOL)
+    assert not verdict.ok
+    assert "1 of 300 elements" in verdict.message and "index (1, 79)" in verdict.message
+    assert "columns" not in verdict.message and "are wrong (of" not in verdict.message
+
+
 def test_unwritten_elements_are_reported_as_nan_poison() -> None:
     ref = _ref()
     out = ref.clone()

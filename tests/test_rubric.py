@@ -90,3 +90,30 @@ def test_grade_jsons_make_a_margin_table(tmp_path) -> None:
     path.write_text(json.dumps(gradescope_json([result], "Graded on the GPU tier: a test")))
     row = stability.margins([path]).splitlines()[-1]
     assert f"| 88% copy | {sc.target:.0%} copy | {100 * (0.88 / sc.target - 1):+.0f}% |" in row and f"{sc.points:g}/{sc.points:g}" in row
+
+
+def test_a_run_that_fails_a_speed_case_shows_in_its_stability_summary() -> None:
+    """scripts/stability.py times only the runs that finished, but counts the points and statuses of every run: until
+    2026-12-06 a run that failed (a wrong output in a timed call, no time) vanished from the summary, which then said
+    "the same points every run" over the other four."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stability", REPO_ROOT / "scripts" / "stability.py")
+    stability = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stability)
+    ok = [{"run": i, "status": "passed", "score": 5.0, "ms": 0.175, "value": 1.1, "spread": 0.01} for i in (1, 2, 3, 4)]
+    failed = {"run": 5, "status": "failed", "score": 0.0, "ms": float("nan"), "value": float("nan"), "spread": float("nan")}
+    s = stability.summarize(ok, 1.0, 0.5, 5.0, [*ok, failed])
+    assert s["runs"] == 4 and s["speedup_min"] == 1.1
+    assert s["scores"] == [5.0, 5.0, 5.0, 5.0, 0.0] and not s["same_points_every_run"]
+    assert s["statuses"] == ["failed", "passed"] and s["failed_runs"] == [5]
+    row = stability.markdown({"summary": {"case": s}, "runs": 5, "meta": {"gpu": "g", "torch": "t", "triton": "tr", "date": "d"}})
+    assert "0.00 (differ); run 5 failed" in row
+
+
+@pytest.mark.parametrize("name,model", [("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H200", "H200"),
+                                        ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA L40S", "L40S")])
+def test_a_device_name_gives_its_model_for_the_results_folder(name: str, model: str) -> None:
+    from course.results import gpu_model
+
+    assert gpu_model(name) == model
