@@ -206,20 +206,21 @@ def _attn_decode_int8_split_kernel(
 
 
 @triton.jit
-def _int4_codes(nibbles, DTYPE: tl.constexpr):
-    """Codes 0..15 (uint8) as DTYPE, exactly. Given code.
+def _int4_codes(nibbles, DTYPE: tl.constexpr, OFFSET: tl.constexpr = 0):
+    """Codes 0..15 (uint8) minus OFFSET (0..15) as DTYPE, exactly. Given code.
 
     An integer-to-float conversion instruction runs at a quarter of the rate of an add or less (16 a cycle per
     SM on Ampere and Hopper), and this kernel would need one per element. In 16 bits the float is built from
     its bits instead: 0x4300 | c is the bfloat16 128 + c (exponent 2^7, c in the low mantissa bits), 0x6400 | c
-    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time.
-    Module 09's W4A16 kernels do the same in float32 with 2^23 (solutions/quant_matmul `_field`)."""
+    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time,
+    and which takes OFFSET off for free. Module 09's W4A16 kernels do the same in float32 with 2^23
+    (solutions/quant_matmul `_field`)."""
     if DTYPE == tl.bfloat16:  # pragma: no cover - GPU only: the CPU tier grades float32
-        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - 128.0
+        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - (128.0 + OFFSET)
     elif DTYPE == tl.float16:  # pragma: no cover - GPU only: the CPU tier grades float32
-        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0
+        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - (1024.0 + OFFSET)
     else:
-        return nibbles.to(DTYPE)
+        return nibbles.to(DTYPE) - OFFSET
 
 
 @triton.jit
@@ -252,7 +253,8 @@ def _attn_decode_int4_split_kernel(
     #   Row r = j * GQP + h of the dots is query head h over chunk j of each tile: the rows tl.dot pads to 16
     #   become sub-splits of the keys, one K group per row, each masked to its chunk. Unpack with tl.join +
     #   tl.reshape and _int4_codes; fold K's scale and zero into q per row (q * scale as hi + lo in q's dtype) and
-    #   V's into the probabilities. At the end merge each head's N_SUB rows as the combine kernel merges splits.
+    #   V's into the probabilities, with V's codes centred (_int4_codes(..., 8)). At the end merge each head's
+    #   N_SUB rows as the combine kernel merges splits.
     #   More: python -m autograder hint flash_attention.kv_int4
     raise NotImplementedError("TODO(flash_attention.kv_int4): not implemented yet; see README.md")
 

@@ -372,20 +372,21 @@ def _attn_decode_int8_split_kernel(
 
 
 @triton.jit
-def _int4_codes(nibbles, DTYPE: tl.constexpr):
-    """Codes 0..15 (uint8) as DTYPE, exactly. Given code.
+def _int4_codes(nibbles, DTYPE: tl.constexpr, OFFSET: tl.constexpr = 0):
+    """Codes 0..15 (uint8) minus OFFSET (0..15) as DTYPE, exactly. Given code.
 
     An integer-to-float conversion instruction runs at a quarter of the rate of an add or less (16 a cycle per
     SM on Ampere and Hopper), and this kernel would need one per element. In 16 bits the float is built from
     its bits instead: 0x4300 | c is the bfloat16 128 + c (exponent 2^7, c in the low mantissa bits), 0x6400 | c
-    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time.
-    Module 09's W4A16 kernels do the same in float32 with 2^23 (solutions/quant_matmul `_field`)."""
+    the float16 1024 + c; one integer OR and one subtraction, which the compiler packs two elements at a time,
+    and which takes OFFSET off for free. Module 09's W4A16 kernels do the same in float32 with 2^23
+    (solutions/quant_matmul `_field`)."""
     if DTYPE == tl.bfloat16:  # pragma: no cover - GPU only: the CPU tier grades float32
-        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - 128.0
+        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - (128.0 + OFFSET)
     elif DTYPE == tl.float16:  # pragma: no cover - GPU only: the CPU tier grades float32
-        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0
+        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - (1024.0 + OFFSET)
     else:
-        return nibbles.to(DTYPE)
+        return nibbles.to(DTYPE) - OFFSET
 
 
 @triton.jit
@@ -418,7 +419,8 @@ def _attn_decode_int4_split_kernel(
     #> Row r = j * GQP + h of the dots is query head h over chunk j of each tile: the rows tl.dot pads to 16
     #> become sub-splits of the keys, one K group per row, each masked to its chunk. Unpack with tl.join +
     #> tl.reshape and _int4_codes; fold K's scale and zero into q per row (q * scale as hi + lo in q's dtype) and
-    #> V's into the probabilities. At the end merge each head's N_SUB rows as the combine kernel merges splits.
+    #> V's into the probabilities, with V's codes centred (_int4_codes(..., 8)). At the end merge each head's
+    #> N_SUB rows as the combine kernel merges splits.
     #> More: python -m autograder hint flash_attention.kv_int4
     HALF: tl.constexpr = HEAD_DIM // 2
     N_SUB: tl.constexpr = BLOCK_G // GQP
@@ -456,7 +458,9 @@ def _attn_decode_int4_split_kernel(
         vb = tl.load(vp_ptr + byte_offs, mask=byte_mask, other=0)
         # (BLOCK_N, BLOCK_D // 2, 2) -> (BLOCK_N, BLOCK_D): the low nibble is channel 2j, the high one 2j + 1
         k = _int4_codes(tl.reshape(tl.join(kb & 0xF, kb >> 4), (BLOCK_N, BLOCK_D)), q.dtype)
-        v = _int4_codes(tl.reshape(tl.join(vb & 0xF, vb >> 4), (BLOCK_N, BLOCK_D)), q.dtype)
+        # V's codes centred, c - 8 in -8..7: the product with p * v_scale, rounded to q's dtype below, is then
+        # at most half as large, and so is its rounding error, which the zeros' term does not cancel
+        v = _int4_codes(tl.reshape(tl.join(vb & 0xF, vb >> 4), (BLOCK_N, BLOCK_D)), q.dtype, 8)
         # one row of K's scales and zeros per sub-split (its chunk's group), repeated over its GQP rows
         chunk0 = start_n + offs_sub * CHUNK  # (N_SUB,)
         g_offs = (k_groups + chunk0 // GROUP_SIZE)[:, None] * HEAD_DIM + offs_d[None, :]
@@ -480,7 +484,7 @@ def _attn_decode_int4_split_kernel(
         alpha = tl.math.exp2(m_i - m_ref)
         l_i = l_i * alpha + tl.sum(p, 1)
         v_scale = tl.load(vs_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
-        v_zero = tl.load(vz_ptr + kv_head + offs_n, mask=key_mask, other=0.0)
+        v_zero = tl.load(vz_ptr + kv_head + offs_n, mask=key_mask, other=0.0) + 8.0 * v_scale  # for c - 8
         pv = (p * v_scale[None, :]).to(q.dtype)  # V's scale folded into the probabilities, per key
         acc = tl.dot(pv, v, acc * alpha[:, None], input_precision=DOT_PRECISION)
         acc += tl.sum(p * v_zero[None, :], 1)[:, None]  # V's zero: the same for every channel of a key
