@@ -419,8 +419,7 @@ def _attn_decode_int4_split_kernel(
     #> Row r = j * GQP + h of the dots is query head h over chunk j of each tile: the rows tl.dot pads to 16
     #> become sub-splits of the keys, one K group per row, each masked to its chunk. Unpack with tl.join +
     #> tl.reshape and _int4_codes; fold K's scale and zero into q per row (q * scale as hi + lo in q's dtype) and
-    #> V's into the probabilities, with V's codes centred (_int4_codes(..., 8)). At the end merge each head's
-    #> N_SUB rows as the combine kernel merges splits.
+    #> V's into the probabilities. At the end merge each head's N_SUB rows as the combine kernel merges splits.
     #> More: python -m autograder hint flash_attention.kv_int4
     HALF: tl.constexpr = HEAD_DIM // 2
     N_SUB: tl.constexpr = BLOCK_G // GQP
