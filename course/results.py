@@ -10,19 +10,11 @@ write at least once, and `pct_copy` compares that with a device-to-device copy m
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
-
-
-def gpu_model(name: str) -> str:
-    """The model in a device name, as results/ names its folders in lower case: "NVIDIA H100 80GB HBM3" -> "H100",
-    "NVIDIA H200" -> "H200", "NVIDIA A100-SXM4-80GB" -> "A100"; a name without one (a GeForce "RTX 4090") as given."""
-    model = re.search(r"\b[A-Z]+\d{2,4}[A-Za-z]*\b", name.removeprefix("NVIDIA "))
-    return model.group(0) if model else name
 
 
 def results_path(slug: str, gpu: str = "h200") -> Path:

@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from autograder.grade import Selection, grade_assignment  # noqa: E402
 from autograder.specs import SLUGS  # noqa: E402
-from course.results import gpu_model, markdown_table, run_meta  # noqa: E402
+from autograder.bench import gpu_slug  # noqa: E402
+from course.results import markdown_table, run_meta  # noqa: E402
 
 
 def summarize(runs: list[dict], target: float, zero_at: float, points: float, every_run: list[dict] | None = None) -> dict:
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Unknown assignment {', '.join(unknown)}: the course has {', '.join(SLUGS)}.")
         return 2
     gpu = torch.cuda.get_device_name(0)
-    out = args.out or REPO_ROOT / "results" / gpu_model(gpu).lower() / "stability.json"
+    out = args.out or REPO_ROOT / "results" / gpu_slug(gpu) / "stability.json"
     selection = Selection(max_cases=1)  # one correctness case per part unlocks its speed cases
     per_case: dict[str, list[dict]] = {}
     meta: dict[str, dict] = {}

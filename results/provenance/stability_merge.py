@@ -20,7 +20,7 @@ from stability import markdown  # noqa: E402
 
 # The assignments in the course's order, as the table lists them.
 from autograder.specs import SLUGS  # noqa: E402
-from course.results import gpu_model  # noqa: E402
+from autograder.bench import gpu_slug  # noqa: E402
 
 
 def merge(combined: dict, new: dict) -> list[str]:
@@ -57,7 +57,7 @@ def table(combined: dict, note: str) -> str:
     title, rest = body.split("\n", 1)
     gpu = combined["gpu"]
     head = [
-        f"# Five gradings of every solution's speed cases on an {gpu_model(gpu)}", "",
+        f"# Five gradings of every solution's speed cases on an {gpu_slug(gpu).upper()}", "",
         f"{gpu}, torch {combined['torch']}, triton {combined['triton']}. Each run is a fresh grading with its worker, new inputs,",
         "warm-up, and the timed calls interleaved with the baseline, as a student's submission is graded. The rows of each",
         "assignment come from its latest five runs on the code of that date:", "", *dated, "", note, "",
