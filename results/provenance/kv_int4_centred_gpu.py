@@ -4,8 +4,9 @@ generator, each output checked with the grader's comparison against float64 atte
 grader's timer, as the speed case does (its five gradings that day, before the change: 174.7 us, 1.10-1.11x).
     python results/provenance/kv_int4_centred_gpu.py OUT [N_INPUTS]
 
-Written on 2026-12-06 with the change and not run yet: the session's device time was spent. The next GPU session
-runs it on an H100 and an H200 (then `python scripts/stability.py flash_attention --runs 5`)."""
+Written on 2026-12-06 with the change; run on an H100 later that day (results/h100/kv_int4_centred_gpu.json: 30 inputs
+within 0.42 of the tolerance, 175.3 us, 1.07x), followed by `python scripts/stability.py flash_attention --runs 5`
+(results/h100/stability_flash_attention_2026-12-06_centred.md). No H200 was lent that day."""
 import json
 import sys
 from pathlib import Path
