@@ -540,6 +540,7 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
             result.status = "failed" if timed.get("status") == "refused" else "error"
             result.message = "Timing the call the grader recorded: " + str(timed.get("message", ""))
             return result
+        worst = 0.0  # the checked outputs' largest error, as a fraction of the tolerance: a reference kernel's margin
         for r in checked:
             inputs = part.inputs(params, rep_seeds[r], device, fixed_seed)
             ref = next(iter(part.reference(inputs, params).values()))
@@ -553,6 +554,7 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
                     "an earlier call, or computed outside your kernels, is not reproduced."
                 )
                 return result
+            worst = max(worst, verdict.max_error)
         times, copy_gbps = timed["times"], float(timed["copy_gbps"])
     except WorkerLost as lost:
         result.status, result.message = "error", str(lost)
@@ -563,6 +565,7 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
         result.status, result.message = "error", _unreadable(exc)
         return result
     score, status, message, extra = speed_verdict(sc, params, times, copy_gbps, measured_peaks(device), {"max_reps": reps})
+    extra["checked_error"] = worst
     if device.type == "cuda" and timed.get("kernels"):  # why it is slow, from the compiled kernels (autograder/diagnose.py)
         extra["kernels"] = timed["kernels"]
         message += diagnose.report(timed["kernels"], diagnose.device_facts(device), extra, status != "passed")

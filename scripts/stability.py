@@ -22,6 +22,7 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -61,7 +62,16 @@ def summarize(runs: list[dict], target: float, zero_at: float, points: float, ev
         "same_points_every_run": max(scores) - min(scores) < 1e-6,
         "statuses": sorted({r["status"] for r in every_run}),
         "failed_runs": [r["run"] for r in every_run if r["status"] != "passed"],
+        # The largest error of the timed calls' checked outputs over the runs, as a fraction of the tolerance: how
+        # near the kernel's arithmetic comes to failing at this size (NaN in reports from before it was recorded).
+        "checked_error_max": _worst(r.get("checked_error", float("nan")) for r in runs),
     }
+
+
+def _worst(errors: Iterable[float]) -> float:
+    """The largest, or NaN when any run did not record its error (Python's max lets a NaN through only first)."""
+    errors = list(errors)
+    return float("nan") if not errors or any(e != e for e in errors) else max(errors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                     "message": c.message,
                     **{
                         k: c.extra.get(k, float("nan"))
-                        for k in ("ms", "baseline_ms", "speedup", "value", "spread", "baseline_spread", "reps")
+                        for k in ("ms", "baseline_ms", "speedup", "value", "spread", "baseline_spread", "reps", "checked_error")
                     },
                 }
                 per_case.setdefault(key, []).append(record)
@@ -188,7 +198,7 @@ def markdown(report: dict) -> str:
     rows = []
     for key, s in report["summary"].items():
         if not s["runs"]:
-            rows.append([key, *"------", f"not timed: {', '.join(s['statuses'])}"])
+            rows.append([key, *"-------", f"not timed: {', '.join(s['statuses'])}"])
             continue
         rows.append(
             [
@@ -199,6 +209,7 @@ def markdown(report: dict) -> str:
                 f"{s['speedup_min']:.3g}..{s['speedup_max']:.3g}",
                 f"{s['target']:g}",
                 f"{100 * s['margin_to_full_points']:+.0f}%",
+                _fraction(s.get("checked_error_max", float("nan"))),
                 ", ".join(f"{x:.2f}" for x in s["scores"]) + ("" if s["same_points_every_run"] else " (differ)")
                 + "".join(f"; run {r} failed" for r in s.get("failed_runs", [])),
             ]
@@ -206,11 +217,18 @@ def markdown(report: dict) -> str:
     m = report["meta"]
     return "\n".join([f"# Speed points over {report['runs']} gradings ({m['gpu']}, torch {m['torch']}, triton {m['triton']}, {m['date']})", "",
                       *markdown_table(["speed case", "median us", "run-to-run", "within a run (IQR)", "measure min..max", "full points at",
-                                       "margin", "points per run"], rows), "",
+                                       "margin", "worst checked error", "points per run"], rows), "",
                       "run-to-run: (slowest - fastest) / median of the runs' medians. within a run: the widest interquartile",
                       "range over the median among the runs. measure: the fraction of copy bandwidth (memory-bound cases) or the",
                       "ratio to the library (compute-bound ones). margin: the slowest run's measure over the full-points threshold,",
-                      "minus one (positive: every run earns full points with that much to spare).", ""])  # fmt: skip
+                      "minus one (positive: every run earns full points with that much to spare). worst checked error: the",
+                      "largest error among the timed calls whose outputs the grader checked, over the runs, as a fraction of the",
+                      "tolerance (1 fails).", ""])  # fmt: skip
+
+
+def _fraction(value: float) -> str:
+    """A fraction of the tolerance for the table; '-' for reports from before the grader recorded it."""
+    return "-" if value != value else f"{100 * value:.0f}%"
 
 
 if __name__ == "__main__":

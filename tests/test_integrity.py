@@ -237,6 +237,7 @@ def _timing_message_only(case: CaseResult) -> None:
     """A speed case judged on its times alone: no defence had anything to say about it."""
     assert case.status in ("passed", "failed") and case.extra, case
     assert case.message.split(" ")[1] == "us,", case.message  # "12345.6 us, 0.01x eager PyTorch ..."
+    assert 0.0 <= case.extra["checked_error"] < 1.0, case.extra  # the checked timed outputs' error, of the tolerance
 
 
 @pytest.mark.parametrize("slug", [a.slug for a in COVERED])

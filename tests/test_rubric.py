@@ -101,14 +101,32 @@ def test_a_run_that_fails_a_speed_case_shows_in_its_stability_summary() -> None:
     spec = importlib.util.spec_from_file_location("stability", REPO_ROOT / "scripts" / "stability.py")
     stability = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stability)
-    ok = [{"run": i, "status": "passed", "score": 5.0, "ms": 0.175, "value": 1.1, "spread": 0.01} for i in (1, 2, 3, 4)]
+    ok = [{"run": i, "status": "passed", "score": 5.0, "ms": 0.175, "value": 1.1, "spread": 0.01, "checked_error": e}
+          for i, e in zip((1, 2, 3, 4), (0.2, 0.42, 0.3, 0.1))]  # fmt: skip
     failed = {"run": 5, "status": "failed", "score": 0.0, "ms": float("nan"), "value": float("nan"), "spread": float("nan")}
     s = stability.summarize(ok, 1.0, 0.5, 5.0, [*ok, failed])
     assert s["runs"] == 4 and s["speedup_min"] == 1.1
     assert s["scores"] == [5.0, 5.0, 5.0, 5.0, 0.0] and not s["same_points_every_run"]
     assert s["statuses"] == ["failed", "passed"] and s["failed_runs"] == [5]
+    assert s["checked_error_max"] == 0.42
     row = stability.markdown({"summary": {"case": s}, "runs": 5, "meta": {"gpu": "g", "torch": "t", "triton": "tr", "date": "d"}})
-    assert "0.00 (differ); run 5 failed" in row
+    assert "| 42% | 5.00, 5.00, 5.00, 5.00, 0.00 (differ); run 5 failed" in row
+
+
+def test_a_stability_summary_from_before_the_checked_error_shows_none() -> None:
+    """Reports from before 2026-12-06 have no checked error: the summary and table say so ('-') instead of the
+    largest of the runs that had one, or of a NaN that Python's max lets through only when it comes first."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stability", REPO_ROOT / "scripts" / "stability.py")
+    stability = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stability)
+    runs = [{"run": 1, "status": "passed", "score": 5.0, "ms": 0.175, "value": 1.1, "spread": 0.01, "checked_error": 0.3},
+            {"run": 2, "status": "passed", "score": 5.0, "ms": 0.176, "value": 1.1, "spread": 0.01}]  # fmt: skip
+    s = stability.summarize(runs, 1.0, 0.5, 5.0)
+    assert s["checked_error_max"] != s["checked_error_max"]  # NaN
+    row = stability.markdown({"summary": {"case": s}, "runs": 2, "meta": {"gpu": "g", "torch": "t", "triton": "tr", "date": "d"}})
+    assert "| +10% | - | 5.00, 5.00 |" in row
 
 
 @pytest.mark.parametrize("name,folder", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
