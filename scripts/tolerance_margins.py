@@ -35,6 +35,7 @@ from autograder.bench import gpu_slug  # noqa: E402
 from autograder.spec import Assignment, Params, Part  # noqa: E402
 from autograder.specs import SLUGS, load_spec  # noqa: E402
 from course.comparison import compare  # noqa: E402
+from course.device import INTERPRETER, Device, cuda_device, not_gradeable  # noqa: E402
 from course.loader import load_kernels  # noqa: E402
 from course.results import markdown_table, run_meta  # noqa: E402
 
@@ -44,15 +45,16 @@ NEAR = 0.5
 AT_ROUNDING = 0.02  # a worst error within this of the rounded reference's is the rounding
 
 
-def graded_cases(spec: Assignment, tier: str, all_cases: bool) -> Iterator[tuple[str, Part, Callable, Params]]:
-    """(kind, part, call, params) of the speed cases (GPU only) and, with all_cases or on the CPU, the tier's cases."""
+def graded_cases(spec: Assignment, tier: str, all_cases: bool, gpu: Device = INTERPRETER
+                 ) -> Iterator[tuple[str, Part, Callable, Params]]:
+    """(kind, part, call, params) of the speed cases (GPU only) and, with all_cases or on the CPU, the tier's cases;
+    none that the grader would not grade on this GPU (bfloat16 without its tensor cores)."""
+    cases = []
     if tier == "gpu":
-        for sc in spec.speed:
-            yield "speed", spec.part(sc.task), sc.call or spec.speed_call, sc.params
+        cases += [("speed", spec.part(sc.task), sc.call or spec.speed_call, sc.params) for sc in spec.speed]
     if all_cases or tier == "cpu":
-        for part in spec.parts:
-            for case in part.cases_for(tier):
-                yield "correctness", part, part.call, case.params
+        cases += [("correctness", part, part.call, case.params) for part in spec.parts for case in part.cases_for(tier)]
+    yield from (c for c in cases if not not_gradeable(gpu, c[3].get("dtype", "")))
 
 
 def _tensors(out: Any) -> list[torch.Tensor]:
@@ -89,11 +91,12 @@ def measure(slugs: list[str], inputs: int, all_cases: bool, base_seed: int, devi
             progress: Callable[[str], None] = print) -> list[dict]:
     """One row per case: the errors of `inputs` calls on new inputs, each as a fraction of the tolerance."""
     tier = "gpu" if device.type == "cuda" else "cpu"
+    gpu = cuda_device(device.index or 0) if device.type == "cuda" else INTERPRETER
     rows = []
     for slug in slugs:
         module = load_kernels(slug, "solutions")
         spec = load_spec(slug)
-        for kind, part, call, params in graded_cases(spec, tier, all_cases):
+        for kind, part, call, params in graded_cases(spec, tier, all_cases, gpu):
             name = _case_name(params)
             seeds = [base_seed + 1000 * len(rows) + i for i in range(inputs)]
             errors, floors = zip(*(errors_of_one_call(module, part, call, params, s, device) for s in seeds))

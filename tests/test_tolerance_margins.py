@@ -52,3 +52,19 @@ def test_a_speed_call_is_checked_on_its_first_tensor_as_the_grader_checks_a_time
         return out + out.abs().mean() * 2.0**-7  # a bias of a bfloat16 ulp of the rows' size: far past float32's tolerance
 
     assert margins.errors_of_one_call(module, part, biased, params, 3, cpu)[0] > 1.0
+
+
+def test_cases_the_grader_would_not_grade_on_a_gpu_are_left_out() -> None:
+    """On a GPU without bfloat16 tensor cores (a T4, sm_75) the grader marks bfloat16 cases not gradeable; the
+    margins skip them too instead of failing on them."""
+    margins = _script()
+    from autograder.specs import load_spec
+    from course.device import Device
+
+    spec = load_spec("rope")
+    t4 = Device("Tesla T4", (7, 5), 40, 64 * 1024)
+    h100 = Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * 1024)
+    on_t4 = [p["dtype"] for *_, p in margins.graded_cases(spec, "gpu", True, t4)]
+    on_h100 = [p["dtype"] for *_, p in margins.graded_cases(spec, "gpu", True, h100)]
+    assert "bfloat16" in on_h100 and "bfloat16" not in on_t4
+    assert len(on_t4) == len([d for d in on_h100 if d != "bfloat16"]) > 0
