@@ -1,0 +1,30 @@
+#!/bin/bash
+# What the next GPU session should run, written on 2026-12-06 when no H200 was lent and the device time was spent.
+# On an H200 (`run` with kind nvidia-h200, carry [".whl"]), in one call of about 9 minutes:
+#   1. results/provenance/kv_int4_centred_gpu.py: the centred INT4 decode checked on 30 speed-case inputs and timed
+#      (the H100 measured it the same day: within 0.42 of the tolerance, 175.3 us, 1.07x SDPA);
+#   2. five gradings of the assignments whose H200 runs predate their code (flash_attention's dependent combine
+#      launch and centred codes; rope, swiglu and coalescing's launch changes of 2026-11-25), for stability_merge.py;
+#   3. scripts/tolerance_margins.py on every speed case (the H100's is results/h100/tolerance_margins.md);
+#   4. on either GPU, the W4A16 bench at every M of 1..256 with GemLite beside it (issue 22 asks for >= GemLite at
+#      every M in 1..64; the committed quick bench has M = 1, 16, 64 only).
+# OUT must be set; STEPS narrows (default "kv stability margins gemlite"). Results in $OUT/results.tar.gz.
+set -u
+W=$OUT/work; mkdir -p "$W"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$W/gpu.txt"
+for step in ${STEPS:-kv stability margins gemlite}; do
+  t0=$(date +%s)
+  case $step in
+    kv) timeout 60 python3 results/provenance/kv_int4_centred_gpu.py "$W" 30 ;;
+    stability) OUT=$W/stability STAGES=stability SLUGS="flash_attention rope swiglu coalescing" BUDGET=330 \
+                 bash scripts/gpu_run.sh | tail -6 ;;
+    margins) timeout 90 python3 scripts/tolerance_margins.py --inputs 20 --out "$W/tolerance_margins.json" | tail -3 ;;
+    gemlite)
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+        && PYTHONPATH=/tmp/site:$PYTHONPATH timeout 240 python3 -m autograder bench quant_matmul --out "$W/bench" \
+        > "$W/bench_quant_matmul.txt" 2>&1; tail -25 "$W/bench_quant_matmul.txt" ;;
+  esac
+  echo "$step: $(( $(date +%s) - t0 )) s"
+done
+tar -czf "$OUT/results.tar.gz" -C "$W" .
