@@ -42,6 +42,7 @@ class Verdict:
     max_error: float = float("nan")  # max |out - ref| / (atol * scale + rtol * |ref|); <= 1 passes
     # The same diagnosis as parts of one sentence, for a reader who wants it short (empty when ok).
     brief: str = ""
+    wrong_fraction: float = 0.0  # of the elements, outside the tolerance
 
 
 def fmt_index(flat: int, shape: tuple[int, ...]) -> str:
@@ -209,4 +210,4 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
         if hint:
             parts.append(hint[0].upper() + hint[1:] + ".")
             brief.append(hint)
-    return Verdict(False, " ".join(parts), max_ratio, "; ".join(brief))
+    return Verdict(False, " ".join(parts), max_ratio, "; ".join(brief), n_bad / total)

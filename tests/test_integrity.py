@@ -93,8 +93,8 @@ CHEAT_RESULTS = {
     "edit_inputs": ("case", "failed", "changed its input"),
     "lazy_subclass": ("case", "failed", "a subclass of torch.Tensor"),
     "cache_by_shape": ("speed", "failed", "launched none of your Triton kernels"),
-    "replay_after_warmup": ("speed", "failed", "The output of timed call"),
-    "branch_on_timing": ("speed", "failed", "The output of timed call"),
+    "replay_after_warmup": ("speed", "failed", "is not reproduced"),  # "The output of timed call ... was wrong: ..."
+    "branch_on_timing": ("speed", "failed", "is not reproduced"),
     # Attacks on the worker's records (issue 15): each switches them off, or forges them, and is stopped by
     # the replay in the grader's replayer, by a check of the tape as data, or by the audit hook.
     "frame_walk": ("case", "failed", REPLAYED),
