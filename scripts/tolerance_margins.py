@@ -24,7 +24,6 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
@@ -32,8 +31,9 @@ sys.path.insert(0, str(REPO_ROOT))
 import torch  # noqa: E402
 
 from autograder.bench import gpu_slug  # noqa: E402
-from autograder.spec import Assignment, Params, Part  # noqa: E402
+from autograder.spec import Assignment, Case, Params, Part  # noqa: E402
 from autograder.specs import SLUGS, load_spec  # noqa: E402
+from autograder.worker import _tensors_of  # noqa: E402  (how the worker takes a speed call's output)
 from course.comparison import compare  # noqa: E402
 from course.device import INTERPRETER, Device, cuda_device, not_gradeable  # noqa: E402
 from course.loader import load_kernels  # noqa: E402
@@ -57,14 +57,6 @@ def graded_cases(spec: Assignment, tier: str, all_cases: bool, gpu: Device = INT
     yield from (c for c in cases if not not_gradeable(gpu, c[3].get("dtype", "")))
 
 
-def _tensors(out: Any) -> list[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (tuple, list)):
-        return [t for t in out if isinstance(t, torch.Tensor)]
-    return []
-
-
 def errors_of_one_call(module: ModuleType, part: Part, call: Callable, params: Params, seed: int,
                        device: torch.device) -> tuple[float, float]:
     """The largest error of one call's outputs on the inputs of `seed`, as a fraction of the case's tolerance; and
@@ -77,7 +69,7 @@ def errors_of_one_call(module: ModuleType, part: Part, call: Callable, params: P
     if isinstance(out, dict):  # a part's call: every named output the reference has
         pairs = [(name, out[name], ref) for name, ref in reference.items()]
     else:  # a speed call: its first tensor against the reference's first, as the grader checks a timed call
-        pairs = [("output", _tensors(out)[0], next(iter(reference.values())))]
+        pairs = [("output", _tensors_of(out)[0], next(iter(reference.values())))]
     tolerance = part.tolerance(params)
     worst = max(compare(name, got, ref, tolerance).max_error for name, got, ref in pairs)
     floor = max(compare(name, ref.to(got.dtype), ref, tolerance).max_error for name, got, ref in pairs)
@@ -97,7 +89,7 @@ def measure(slugs: list[str], inputs: int, all_cases: bool, base_seed: int, devi
         module = load_kernels(slug, "solutions")
         spec = load_spec(slug)
         for kind, part, call, params in graded_cases(spec, tier, all_cases, gpu):
-            name = _case_name(params)
+            name = Case(params, "gpu").name
             seeds = [base_seed + 1000 * len(rows) + i for i in range(inputs)]
             errors, floors = zip(*(errors_of_one_call(module, part, call, params, s, device) for s in seeds))
             rows.append({"slug": slug, "task": part.task, "case": name, "kind": kind, "seeds": seeds,
@@ -105,12 +97,6 @@ def measure(slugs: list[str], inputs: int, all_cases: bool, base_seed: int, devi
                          "rounding": max(floors)})  # fmt: skip
             progress(f"{slug} {kind} {part.task} {name}: worst {max(errors):.3f} of the tolerance over {inputs} inputs")
     return rows
-
-
-def _case_name(params: Params) -> str:
-    from autograder.spec import Case
-
-    return Case(params, "gpu").name
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
