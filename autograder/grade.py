@@ -36,7 +36,7 @@ from autograder.checking import Verdict, check_meta, compare, physical_floor
 from autograder.runner import Replayer, Worker, WorkerLost
 from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase
 from autograder.specs import load_spec
-from course.device import INTERPRETER, Device, cuda_device, not_gradeable
+from course.device import INTERPRETER, Device, cuda_device, lacks_tma, not_gradeable
 
 # Timed calls whose outputs the grader checks, drawn at random after the timing: a submission that is
 # wrong (stale, skipped, unfinished) on half its timed calls passes all of them with probability 1/32.
@@ -698,7 +698,7 @@ class AssignmentGrading:
             sc = spec.speed[index]
             if sc.task not in mine:  # another shard's part: that shard records and times it
                 continue
-            why = not_gradeable(self.gpu, sc.params.get("dtype", ""))
+            why = not_gradeable(self.gpu, sc.params.get("dtype", "")) or (lacks_tma(self.gpu) if sc.needs_tma else "")
             if not self.timed:
                 result.cases.append(CaseResult(sc.task, sc.name, "skipped", 0.0, 0.0, "not graded on a CPU", kind="speed",
                                                bonus=sc.bonus))  # fmt: skip

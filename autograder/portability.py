@@ -9,7 +9,9 @@ Triton for that architecture, without a GPU, and its shared memory, registers an
 checked against the architecture's limits (course.device.ARCH_LIMITS).
 
 A GPU without bfloat16 tensor cores has no bfloat16 case to run (the grader reports them as not gradeable
-there), and a GPU without TMA must not be handed a tensor descriptor: both are checked too.
+there), and a GPU without TMA must not be handed a tensor descriptor by a kernel that has a pointer path for
+such GPUs (flash attention's forward): both are checked too. A kernel that takes descriptors on every GPU (the
+tiling TMA bonus) is allowed them there, where Triton turns the descriptors' loads into ordinary loads.
 
 Compiling needs Triton's compiler, not its interpreter, so the work runs in a child process started with
 TRITON_INTERPRET=0 (course/env.py keeps an explicit 0 on a machine without a GPU).
@@ -50,6 +52,7 @@ class Launch:
     num_warps: int
     num_stages: int
     job: Any = field(default=None, repr=False)  # (JITFunction, signature, constexprs, attrs, options): not pickled
+    pointer_path: bool = True  # the kernel is launched with pointers somewhere (else it takes descriptors everywhere)
 
 
 @dataclass
@@ -186,6 +189,9 @@ def capture(slug: str, gpus: list[Any]) -> list[Launch]:
                     launch.gpus.append(device.name)
                 if len(launch.cases) < 3 and name not in launch.cases:
                     launch.cases.append(name)
+    with_pointers = {launch.kernel for launch in found.values() if not launch.tma}
+    for launch in found.values():
+        launch.pointer_path = launch.kernel in with_pointers
     return list(found.values())
 
 
@@ -234,8 +240,8 @@ def compile_one(index: int) -> Compiled:
         out.problems.append(f"{threads} threads > {limits.threads_per_block} per block")
     if out.registers * threads > limits.registers_per_block:
         out.problems.append(f"{out.registers} registers x {threads} threads > {limits.registers_per_block} per block")
-    if launch.tma and launch.arch < 90:
-        out.problems.append("a TMA descriptor on a GPU without TMA")
+    if launch.tma and launch.arch < 90 and launch.pointer_path:
+        out.problems.append("a TMA descriptor on a GPU without TMA, where the kernel has a pointer path")
     return out
 
 

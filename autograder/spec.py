@@ -112,6 +112,9 @@ class SpeedCase:
     zero_at: float = 1.0  # no points at or below this value of `measure`
     bonus: bool = False  # counts towards the bonus (e.g. a bonus part's speed), not the main score
     measure: str = LIBRARY
+    # Timed only on a GPU with the tensor-memory accelerator (sm_90 on): elsewhere Triton turns descriptor loads
+    # into ordinary loads, and the time would judge a kernel other than the one the case is about.
+    needs_tma: bool = False
 
     def __post_init__(self) -> None:
         if self.measure not in MEASURES or not 0 < self.zero_at < self.target:

@@ -138,6 +138,18 @@ def not_gradeable(device: Device, dtype_name: str) -> str:
     return ""
 
 
+def lacks_tma(device: Device) -> str:
+    """Why a speed case about the tensor-memory accelerator is not timed on this device, as a sentence; "" when it is."""
+    if device.interpreter or device.tma:
+        return ""
+    return (
+        f"not gradeable on this GPU: the {device.name} (sm_{device.arch}) has no tensor-memory accelerator, which needs "
+        "compute capability 9.0 (Hopper) or newer; there Triton turns the descriptors' loads into ordinary loads, so "
+        "the time would not be that of the kernel this case is about. Its correctness cases are graded. Time it on an "
+        "H100, H200 or newer."
+    )
+
+
 _CUDA_DEVICES: dict[int, Device] = {}  # a GPU's properties do not change while a process runs
 
 

@@ -27,18 +27,21 @@ def sub(name: str):
     return SUBMISSIONS / "tiling" / f"{name}.py"
 
 
-def cases(result: AssignmentResult) -> dict[str, tuple[str, str]]:
-    return {c.name: (c.status, c.message) for c in result.cases if c.kind == "correctness"}
+def cases(result: AssignmentResult, task: str = "tiling.matmul") -> dict[str, tuple[str, str]]:
+    return {c.name: (c.status, c.message) for c in result.cases if c.kind == "correctness" and c.task == task}
 
 
 ALL = {"(33x17x45) float32", "(1x1x1) float32", "(1x300x7) float32", "(64x64x64) float32", "(100x129x70) float32",
        "(45x1000x33) float32", "(129x33x1) float32", "(70x200x130) float32", "(37x333x29) float32 dist=cancel", "(90x77x70) float32"}  # fmt: skip
+TMA = {"(33x17x45) float32", "(1x1x1) float32", "(96x64x160) float32", "(50x64x45) float32", "(40x30x64) float32",
+       "(100x129x70) float32", "(37x333x29) float32 dist=cancel"}  # fmt: skip
 
 
 def test_solution_scores_full_points_with_room_to_spare() -> None:
     r = graded(REPO_ROOT / "solutions" / "tiling" / "kernels.py")
     assert r.score(False) == pytest.approx(60.0) and r.max_score(False) == pytest.approx(60.0)
-    assert set(cases(r)) == ALL
+    assert r.score(True) == pytest.approx(10.0) and r.max_score(True) == pytest.approx(10.0)  # the TMA bonus
+    assert set(cases(r)) == ALL and set(cases(r, "tiling.tma")) == TMA
     for c in r.cases:
         if c.kind == "correctness":
             share = float(c.message.split("max error ")[1].split("%")[0])
@@ -47,13 +50,30 @@ def test_solution_scores_full_points_with_room_to_spare() -> None:
 
 def test_untouched_stub_scores_zero_with_a_not_implemented_message() -> None:
     r = graded(REPO_ROOT / "assignments" / "tiling" / "kernels.py")
-    assert r.score(False) == 0
-    for status, message in cases(r).values():
-        assert status == "not_implemented"
-        assert message == "Not implemented yet: fill in the TODO marked tiling.matmul in kernels.py."
+    assert r.score(False) == 0 and r.score(True) == 0
+    for task in ("tiling.matmul", "tiling.tma"):
+        for status, message in cases(r, task).values():
+            assert status == "not_implemented"
+            assert message == f"Not implemented yet: fill in the TODO marked {task} in kernels.py."
+
+
+def test_a_tma_kernel_that_keeps_its_sum_across_tiles_fails_where_a_program_takes_two() -> None:
+    results = cases(graded(sub("wrong_tma_acc_not_reset")), "tiling.tma")
+    # 4 programs on the interpreter: 15 tiles of 32 x 32 at 96x160, 12 at 100x72 (N padded); 4 or fewer elsewhere
+    failing = {name for name, (status, _) in results.items() if status != "passed"}
+    assert failing == {"(96x64x160) float32", "(100x129x70) float32"}
+    assert "outside the tolerance" in results["(96x64x160) float32"][1]
+
+
+def test_a_kernels_py_without_matmul_tma_loses_only_the_bonus_with_a_sentence() -> None:
+    r = graded(sub("correct_minimal"))
+    assert all(status == "passed" for status, _ in cases(r).values())
+    for status, message in cases(r, "tiling.tma").values():
+        assert status != "passed" and "does not define `matmul_tma`" in message, message
 
 
 def test_a_minimal_tiled_matmul_passes_every_case() -> None:
+    assert set(cases(graded(sub("correct_minimal")))) == ALL
     assert all(status == "passed" for status, _ in cases(graded(sub("correct_minimal"))).values())
 
 

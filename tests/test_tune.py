@@ -17,11 +17,13 @@ def test_a_smoke_tuning_checks_times_and_writes_an_entry_beside_the_solutions_ta
     before = (REPO_ROOT / "solutions" / "tiling" / "configs.json").read_text()
     lines: list[str] = []
     results = tune("tiling", smoke=True, out=tmp_path / "configs.json", log=lines.append)
-    space = next(s for s in load_kernels("tiling", "solutions").SEARCH_SPACE if "float32" in s.buckets)
-    # the 16-bit space has no CPU-tier case; the float32 one keeps its two candidates, both correct, as a list
-    (result,) = results
-    assert (result.kernel, result.bucket) == ("matmul", "float32")
-    assert all(not t.problem and len(t.ms) == 1 and t.ms[0] > 0 for t in result.trials)
+    spaces = [s for s in load_kernels("tiling", "solutions").SEARCH_SPACE if "float32" in s.buckets]
+    space, tma_space = (next(s for s in spaces if s.kernel == kernel) for kernel in ("matmul", "tma"))
+    # the 16-bit spaces have no CPU-tier case; the matmul's float32 one keeps its two candidates, both correct, as a
+    # list (the autotuner's choices); the TMA kernel's float32 one keeps the faster of its first two
+    result, tma_result = results
+    assert (result.kernel, result.bucket) == ("matmul", "float32") and (tma_result.kernel, tma_result.bucket) == ("tma", "float32")
+    assert all(not t.problem and len(t.ms) == 1 and t.ms[0] > 0 for t in result.trials + tma_result.trials)
     table = json.loads((tmp_path / "configs.json").read_text())
     entry = table["gpus"]["interpreter"]
     assert sorted(map(json.dumps, entry["matmul"]["float32"])) == sorted(json.dumps(c[0]) for c in space.candidates[:2])
@@ -29,6 +31,7 @@ def test_a_smoke_tuning_checks_times_and_writes_an_entry_beside_the_solutions_ta
     # the bucket it could not measure keeps the entry's earlier settings, and the meta says so
     assert entry["matmul"]["16-bit"] == json.loads(before)["gpus"]["interpreter"]["matmul"]["16-bit"]
     assert "matmul [16-bit]" in entry["meta"]["kept"] and "pad [all]" in entry["meta"]["kept"]
+    assert entry["tma"]["float32"] in tma_space.candidates[:2] and "tma [16-bit]" in entry["meta"]["kept"]
     # the measurement ran after the search, against the first tile this run chose (float32 here, under the interpreter)
     tail = entry["tail"]["16-bit"]
     assert tail["speed"] > 0 and tail["against"] == [entry["matmul"]["float32"][0][k] for k in

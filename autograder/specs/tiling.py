@@ -1,4 +1,5 @@
-"""Grading spec for assignment 04, tiling: matmul(a, b), a tiled matrix multiplication."""
+"""Grading spec for assignment 04, tiling: matmul(a, b), a tiled matrix multiplication, and (bonus) matmul_tma(a, b),
+the same product from a persistent kernel whose tiles move through tensor descriptors."""
 
 from __future__ import annotations
 
@@ -76,6 +77,29 @@ def speed_call(module: ModuleType, inputs: Tensors, params: Params) -> torch.Ten
     return module.matmul(inputs["a"], inputs["b"])
 
 
+# Not in the assignment's `api`, which every case checks before it runs: a kernels.py written before this bonus
+# existed still has its matmul graded, and loses only these cases, with this sentence.
+TMA_SIGNATURE = "matmul_tma(a, b)"
+
+
+def _matmul_tma(module: ModuleType) -> Callable:
+    fn = getattr(module, "matmul_tma", None)
+    if not callable(fn):
+        raise TypeError(
+            f"kernels.py does not define `matmul_tma`: this bonus calls {TMA_SIGNATURE}. Copy the function, its "
+            "launcher and its kernel from the starter code (assignments/tiling/kernels.py) into your file."
+        )
+    return fn
+
+
+def call_tma(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
+    return {"c": _matmul_tma(module)(inputs["a"], inputs["b"])}
+
+
+def speed_tma(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
+    return _matmul_tma(module)(inputs["a"], inputs["b"])
+
+
 def bytes_moved(params: Params) -> int:
     """Read a and b once, write c once."""
     m, k, n = params["shape"]
@@ -145,6 +169,18 @@ CPU_CASES = [
     {"shape": [37, 333, 29], "dist": "cancel"},
     {"shape": [90, 77, 70]},  # 3 x 3 tiles on the interpreter's 4 "SMs": one tile row, then 58 rows of tail tiles
 ]
+# The TMA bonus on the interpreter (4 "SMs", so that programs take several tiles each): rows whose bytes are not a
+# multiple of 16 in a, in b, in c and in none of them (each operand padded or not), one tile, many tiles per
+# program, and the cancelling case.
+TMA_CPU_CASES = [
+    {"shape": [33, 17, 45]},
+    {"shape": [1, 1, 1]},
+    {"shape": [96, 64, 160]},  # 15 tiles on 4 programs, every row aligned: no copies
+    {"shape": [50, 64, 45]},  # b and c padded, a as it is
+    {"shape": [40, 30, 64]},  # a and b padded along K, c as it is
+    {"shape": [100, 129, 70]},
+    {"shape": [37, 333, 29], "dist": "cancel"},
+]
 # GPU shapes: Llama-sized layers (4096 hidden, 14336 MLP, 2048 tokens), one-token decode, the 1793 cube
 # (rows not 16-byte aligned), small shapes that are multiples of nothing, and one whose last wave of 128 x 256
 # tiles is under a quarter full on 132 SMs (162 tiles: the tail launch, after padding K).
@@ -171,6 +207,10 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
 # Speed: against cuBLAS (torch.matmul) in the same run, which a Triton kernel reaches only in part:
 # partial points from 0.5x. On an H200 the solution ran 0.92x cuBLAS at 4096^3 (full points from 0.85x)
 # and 2.5x at 1793^3, where cuBLAS falls to 102 TFLOP/s (full points from 1.5x).
+# The TMA bonus's speed, at 4096^3, timed only where there is a TMA (sm_90 on): five gradings on an H100
+# (results/h100/stability_tiling_2026-12-06.md) put the solution at 0.99-1.00x cuBLAS, where the pointer kernel of
+# the main task ran 0.91-0.92x; one on an H200 at 0.99x (results/h200/grade_tiling_tma_2026-12-06.json). Full points
+# at 0.93x, a 6% margin, above what the pointer kernel reaches.
 SPEED = [
     SpeedCase("tiling.matmul", {"shape": [4096, 4096, 4096], "dtype": d}, 5, 0.85, bytes_moved, flops=flops,
               baseline_name="cuBLAS", zero_at=0.5)
@@ -179,12 +219,16 @@ SPEED = [
     SpeedCase("tiling.matmul", {"shape": [1793, 1793, 1793], "dtype": d}, 5, 1.5, bytes_moved, flops=flops,
               baseline_name="cuBLAS", zero_at=0.5)
     for d in ("float16", "bfloat16")
+] + [
+    SpeedCase("tiling.tma", {"shape": [4096, 4096, 4096], "dtype": d}, 5, 0.93, bytes_moved, flops=flops,
+              call=speed_tma, baseline_name="cuBLAS", zero_at=0.5, bonus=True, needs_tma=True)
+    for d in ("float16", "bfloat16")
 ]  # fmt: skip
 
 ASSIGNMENT = Assignment(
     slug="tiling",
     title="04 Tiling: matmul",
-    api={"matmul": "matmul(a, b)"},
+    api={"matmul": "matmul(a, b)"},  # and, for the TMA bonus only, TMA_SIGNATURE
     parts=[
         Part(
             task="tiling.matmul",
@@ -194,6 +238,17 @@ ASSIGNMENT = Assignment(
             call=call,
             reference=reference,
             cases=_cases(CPU_CASES, GPU_CASES),
+            tolerances=TOLERANCES,
+        ),
+        Part(
+            task="tiling.tma",
+            title="persistent matmul through tensor descriptors (TMA)",
+            points=10,
+            bonus=True,
+            make_inputs=make_inputs,
+            call=call_tma,
+            reference=reference,
+            cases=_cases(TMA_CPU_CASES, GPU_CASES),
             tolerances=TOLERANCES,
         ),
     ],
@@ -213,10 +268,13 @@ BENCH_LLM = [[4096, 4096, 14336], [4096, 14336, 4096]]  # a Llama-3-8B MLP's up 
 
 def bench_suite(module: ModuleType, quick: bool = False) -> list[BenchCase]:
     def impls() -> dict:
-        return {
+        found = {
             "solution": lambda inputs: (lambda: module.matmul(inputs["a"], inputs["b"])),
             "cuBLAS": lambda inputs: (lambda: torch.matmul(inputs["a"], inputs["b"])),
         }
+        if callable(getattr(module, "matmul_tma", None)):  # the bonus, where the kernels.py has it
+            found["solution, TMA"] = lambda inputs: (lambda: module.matmul_tma(inputs["a"], inputs["b"]))
+        return found
 
     shapes = [[s, s, s] for s in ([1792, 1793, 4096] if quick else BENCH_SIZES)] + ([] if quick else BENCH_LLM)
     suite = []

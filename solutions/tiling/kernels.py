@@ -2,8 +2,11 @@
 
     c = a @ b for a (M, K) and b (K, N): products summed in float32, c rounded once to the inputs' dtype
 
+and, as a bonus, the same product with Hopper's tensor-memory accelerator: `matmul_tma(a, b)`, a persistent
+kernel whose tiles move through tensor descriptors.
+
 The handout is README.md beside this file. Fill in the region marked TODO; keep the signature, the
-launch wrappers and the configuration as they are: the grader calls `matmul(a, b)`.
+launch wrappers and the configuration as they are: the grader calls `matmul(a, b)` (and `matmul_tma(a, b)`).
 Grade yourself with `make grade` (or `python -m autograder grade tiling`).
 """
 
@@ -13,6 +16,7 @@ import course.env  # noqa: F401  (turns the CPU interpreter on when there is no 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from course.configs import ConfigTable, Measurement, SearchSpace, Timer
 from course.device import Device, device_of, sm_limits
@@ -86,7 +90,55 @@ def _matmul_kernel(
 
 
 @triton.jit
-def _copy_pad_kernel(  # pragma: no cover - GPU only: padding
+def _matmul_tma_kernel(
+    a_desc,  # descriptor over a (M, K), in (BLOCK_M, BLOCK_K) tiles
+    b_desc,  # descriptor over b (K, N), in (BLOCK_K, BLOCK_N) tiles
+    c_desc,  # descriptor over c (M, N), in (BLOCK_M, BLOCK_N // 2) tiles: each output tile is stored in two halves
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # the grouped order of _matmul_kernel
+):
+    """Persistent: the launch has about one program per SM, and program p computes tiles p, p + P, p + 2P, ...
+    of c (P = tl.num_programs(0)), numbered in the grouped order of _matmul_kernel."""
+    ### BEGIN SOLUTION tiling.tma
+    #> Loop over your tiles with tl.range(first, tiles, P, flatten=True); load each step's tiles with
+    #> a_desc.load([row, col]) (no masks: the descriptor reads zeros past the edges), accumulate in float32 as in
+    #> _matmul_kernel, and store the tile's two halves with c_desc.store (rows and columns past c's edge are dropped).
+    #> More, one step at a time: python -m autograder hint tiling.tma
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    tiles = num_pid_m * num_pid_n
+    steps = tl.cdiv(K, BLOCK_K)
+    # flatten=True makes the tile loop and the K loop one loop for the pipeliner: the first steps of the next
+    # tile are requested while this tile's last ones are multiplied and its result is stored.
+    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
+        first_pid_m = (tile // num_pid_in_group) * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m
+        pid_n = (tile % num_pid_in_group) // group_size_m
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, steps):
+            a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])  # (BLOCK_M, BLOCK_K); zeros past M and K
+            b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])  # (BLOCK_K, BLOCK_N); zeros past K and N
+            if a_desc.dtype == tl.float32:
+                acc = tl.dot(a, b, acc, input_precision="tf32x3")
+            else:
+                acc = tl.dot(a, b, acc)  # pragma: no cover - GPU tier only: 16-bit
+        # Two (BLOCK_M, BLOCK_N // 2) halves: the store goes through a shared-memory buffer, and half a tile's
+        # buffer leaves room for one more pipeline stage.
+        left, right = tl.split(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1))
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
+    ### END SOLUTION
+
+
+@triton.jit
+def _copy_pad_kernel(
     src_ptr,  # (R, C) source, rows contiguous
     dst_ptr,  # (R2, C2) destination, rows contiguous
     src_rows,
@@ -127,6 +179,8 @@ def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:
     """A GPU with no measured entry: the reference GPU's tiles that fit its shared memory, else the smallest
     of them with as few stages as fit (2 at least: the pipeline needs one tile in use and one in flight)."""
     size = 4 if bucket == "float32" else 2
+    if kernel == "tma":
+        return _fit_tma(device, bucket, reference)
     if kernel == "tail":  # the reference's tail tile where it fits (tail_split checks the tile its speed is against)
         return reference if reference is not None and _smem_bytes(reference, size) <= device.smem_per_block else None
     if kernel != "matmul":
@@ -137,6 +191,21 @@ def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:
     smallest = min(reference, key=lambda c: _smem_bytes(c, size))
     stages = max(2, device.smem_per_block // _smem_bytes({**smallest, "num_stages": 1}, size))
     return [{**smallest, "num_stages": stages}]
+
+
+def _fit_tma(device: Device, bucket: str, reference: dict | None) -> dict:  # pragma: no cover - GPU only: a GPU with no measured entry
+    """A GPU with no TMA entry of its own or of its architecture: the first of the reference GPU's TMA tile and its
+    matmul tiles that fits at least 2 stages beside the buffer that stores half a tile of c, with as many of its
+    stages as fit; else the smallest of them with 2 stages."""
+    size = 4 if bucket == "float32" else 2
+    tiles = ([reference] if reference is not None else []) + list(CONFIGS.reference("matmul", bucket) or [])
+    for tile in tiles:
+        room = device.smem_per_block - tile["block_m"] * tile["block_n"] // 2 * size
+        stages = room // _smem_bytes({**tile, "num_stages": 1}, size)
+        if stages >= 2:
+            return {**tile, "num_stages": min(tile["num_stages"], stages)}
+    smallest = min(tiles, key=lambda t: _smem_bytes({**t, "num_stages": 1}, size))
+    return {**smallest, "num_stages": 2}
 
 
 # solutions/tiling/configs.json, per GPU: "matmul" by input dtype, the tiles the autotuner chooses among
@@ -153,6 +222,12 @@ CONFIGS = ConfigTable.beside(__file__, "tiling", rules=_fit)
 def matmul_config(device: Device, dtype: torch.dtype) -> list[dict]:
     """The tile configurations for inputs of this dtype: block_m, block_n, block_k, group_m, num_stages, num_warps."""
     return CONFIGS.pick(device, "matmul", "float32" if dtype == torch.float32 else "16-bit")
+
+
+@CONFIGS.cached
+def tma_config(device: Device, dtype: torch.dtype) -> dict:
+    """The TMA kernel's tile for inputs of this dtype: block_m, block_n, block_k, group_m, num_stages, num_warps."""
+    return CONFIGS.pick(device, "tma", "float32" if dtype == torch.float32 else "16-bit")
 
 
 def _programs_per_sm(device: Device, cfg: dict, element_size: int) -> int:
@@ -219,7 +294,7 @@ def _split_time(device: Device, dtype: torch.dtype, m: int, n: int, rows: int, t
     return first + _rounds(device, cdiv(m - rows, tail["block_m"]) * cdiv(n, tail["block_n"]), tail, size, alone)
 
 
-def pad_config(device: Device) -> tuple[int, int, int]:  # pragma: no cover - GPU only: padding
+def pad_config(device: Device) -> tuple[int, int, int]:
     """(BLOCK_R, BLOCK_C, num_warps) of the padding copy."""
     s = CONFIGS.pick(device, "pad", "all")
     return s["block_r"], s["block_c"], s["num_warps"]
@@ -265,6 +340,13 @@ SEARCH_SPACE = [
     SearchSpace("matmul", "tiling.matmul", {"float32": [{"shape": [2048, 2048, 2048], "dtype": "float32"}]},
                 [[_tile(*t)] for t in ((128, 128, 32, 3, 8), (64, 128, 32, 4, 4), (128, 64, 32, 3, 4), (64, 64, 32, 4, 4))],
                 keep=2),
+    # The TMA bonus: one tile per dtype, persistent, so the grid never decides among tiles.
+    SearchSpace("tma", "tiling.tma", {"16-bit": [{"shape": [4096, 4096, 4096], "dtype": "float16"}]},
+                [{**_tile(*t), "group_m": g} for t, g in (((128, 256, 64, 4, 8), 16), ((128, 256, 64, 4, 8), 8),
+                                                           ((128, 256, 64, 3, 8), 8), ((256, 128, 64, 4, 8), 8),
+                                                           ((128, 128, 64, 4, 8), 8))]),
+    SearchSpace("tma", "tiling.tma", {"float32": [{"shape": [2048, 2048, 2048], "dtype": "float32"}]},
+                [_tile(*t) for t in ((128, 64, 32, 4, 4), (128, 128, 32, 3, 8), (128, 64, 32, 3, 4), (64, 64, 32, 4, 4))]),
 ]  # fmt: skip
 
 
@@ -332,7 +414,7 @@ def _launch_tile(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict) -
     )  # fmt: skip
 
 
-def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:  # pragma: no cover - GPU only: padding
+def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     """A new contiguous (rows, cols) tensor holding src in its top-left corner and zeros elsewhere."""
     dst = torch.empty((rows, cols), dtype=src.dtype, device=src.device)
     block_r, block_c, num_warps = pad_config(device_of(src))
@@ -344,8 +426,20 @@ def _padded_copy(src: torch.Tensor, rows: int, cols: int) -> torch.Tensor:  # pr
     return dst
 
 
-def _round_up(n: int, multiple: int) -> int:  # pragma: no cover - GPU only: padding
+def _round_up(n: int, multiple: int) -> int:
     return (n + multiple - 1) // multiple * multiple
+
+
+def _new_product(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """c (M, N) for a @ b, and whether it already holds the answer: an empty c, or zeros when K = 0 (an empty sum)."""
+    m, k = a.shape
+    n = b.shape[1]
+    c = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if m == 0 or n == 0:  # pragma: no cover - empty input, no launch
+        return c, True
+    if k == 0:  # pragma: no cover - K = 0, no launch
+        return c.zero_(), True
+    return c, False
 
 
 def needs_padding(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -361,13 +455,9 @@ def needs_padding(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def matmul_launch(a: torch.Tensor, b: torch.Tensor, pad: bool | None = None) -> torch.Tensor:
     """c = a @ b for contiguous 2-D a (M, K) and b (K, N); pad=None pads only where needs_padding says so."""
-    m, k = a.shape
-    n = b.shape[1]
-    c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if m == 0 or n == 0:  # pragma: no cover - empty input, no launch
+    c, done = _new_product(a, b)
+    if done:  # pragma: no cover - empty input or K = 0, no launch
         return c
-    if k == 0:  # pragma: no cover - K = 0, no launch
-        return c.zero_()  # an empty sum
     if needs_padding(a, b) if pad is None else pad:  # pragma: no cover - GPU only: padding
         return _padded_matmul(a, b, c)
     _launch(a, b, c)
@@ -391,6 +481,51 @@ def _padded_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.T
     return _padded_copy(c_p, m, n)
 
 
+def _tma_ready(t: torch.Tensor) -> bool:
+    """Whether a descriptor can be made over t as it is: rows and base 16-byte aligned (the copy engine's rule)."""
+    return t.stride(0) * t.element_size() % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def matmul_tma_launch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """c = a @ b for contiguous 2-D a (M, K) and b (K, N) with the TMA kernel. Rows that a descriptor cannot take
+    (K or N elements that are not a multiple of 16 bytes) are copied into padded buffers first, as in matmul."""
+    m, k = a.shape
+    n = b.shape[1]
+    c, done = _new_product(a, b)
+    if done:  # pragma: no cover - empty input or K = 0, no launch
+        return c
+    if _tma_ready(a) and _tma_ready(b) and _tma_ready(c):
+        _launch_tma(a, b, c)
+        return c
+    multiple = 16 // a.element_size()  # elements in 16 bytes
+    kp, np_ = _round_up(k, multiple), _round_up(n, multiple)
+    a_p = a if kp == k and _tma_ready(a) else _padded_copy(a, m, kp)  # (M, Kp): zeros past K add nothing to the sums
+    b_p = b if (kp, np_) == (k, n) and _tma_ready(b) else _padded_copy(b, kp, np_)  # (Kp, Np)
+    if np_ == n and _tma_ready(c):
+        _launch_tma(a_p, b_p, c)
+        return c
+    c_p = torch.empty((m, np_), dtype=a.dtype, device=a.device)  # (M, Np)
+    _launch_tma(a_p, b_p, c_p)
+    return _padded_copy(c_p, m, n)
+
+
+def _launch_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """c = a @ b with the TMA kernel, every operand's rows 16-byte aligned: one program per SM at most."""
+    m, k = a.shape
+    n = b.shape[1]
+    device = device_of(a)
+    cfg = tma_config(device, a.dtype)
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
+    b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
+    c_desc = TensorDescriptor.from_tensor(c, [bm, bn // 2])
+    tiles = cdiv(m, bm) * cdiv(n, bn)
+    launch(_matmul_tma_kernel, (min(tiles, device.sms),),
+        a_desc, b_desc, c_desc, m, n, k,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["group_m"], num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------------------------------
 # Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
 # --------------------------------------------------------------------------------------------------
@@ -407,25 +542,35 @@ def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return matmul_launch(a, b)
 
 
+@OPS.op("matmul_tma", "(Tensor a, Tensor b) -> Tensor", _matmul_fake)
+def matmul_tma_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return matmul_tma_launch(a, b)
+
+
 # --------------------------------------------------------------------------------------------------
 # Module: the public API
 # --------------------------------------------------------------------------------------------------
 
 
-def _check_matmul(a: torch.Tensor, b: torch.Tensor) -> None:
-    """The checks of `matmul`: a TypeError or ValueError that says what to pass instead."""
-    check_tensor("matmul", "a", a, ndim=2)
-    check_tensor("matmul", "b", b, ndim=2)
-    check_same("matmul", "dtype", a=a, b=b)
-    check_same("matmul", "device", a=a, b=b)
+def _check_matmul(a: torch.Tensor, b: torch.Tensor, fn: str = "matmul") -> None:
+    """The checks of `matmul` (and `matmul_tma`, named by fn): a TypeError or ValueError that says what to pass."""
+    check_tensor(fn, "a", a, ndim=2)
+    check_tensor(fn, "b", b, ndim=2)
+    check_same(fn, "dtype", a=a, b=b)
+    check_same(fn, "device", a=a, b=b)
     if a.shape[1] != b.shape[0]:
         raise ValueError(
-            f"matmul: the inner dimensions must agree, but a is {tuple(a.shape)} and b is {tuple(b.shape)}: "
+            f"{fn}: the inner dimensions must agree, but a is {tuple(a.shape)} and b is {tuple(b.shape)}: "
             f"a.shape[1] ({a.shape[1]}) must equal b.shape[0] ({b.shape[0]})."
         )
 
 
+def _check_matmul_tma(a: torch.Tensor, b: torch.Tensor) -> None:
+    _check_matmul(a, b, "matmul_tma")
+
+
 _CHECKED_MATMUL = CheckedOnce(_check_matmul)
+_CHECKED_MATMUL_TMA = CheckedOnce(_check_matmul_tma)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -436,3 +581,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """
     _CHECKED_MATMUL(a, b)  # the checks, once per signature (CheckedOnce)
     return matmul_op(a, b)
+
+
+def matmul_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """matmul(a, b) with the persistent TMA kernel (bonus): the same contract, the same result.
+
+    On Hopper (sm_90) and newer GPUs the descriptors' tiles move through the tensor-memory accelerator; on older
+    GPUs and the CPU interpreter Triton turns the same descriptor loads into ordinary loads.
+    """
+    _CHECKED_MATMUL_TMA(a, b)
+    return matmul_tma_op(a, b)

@@ -1,0 +1,23 @@
+#!/bin/bash
+# 2026-12-06, fourth session: the tiling assignment with its TMA bonus on whichever GPU comes (five gradings; the
+# bonus as shipped timed beside the probe and cuBLAS; the tiling bench, now with the bonus beside); then, on an H200, the runs results/provenance/
+# next_gpu_session.sh keeps for it (STEPS: the centred INT4 decode, tolerance margins, the W4A16 bench at every M
+# with GemLite). OUT must be set; ONLY_ON=H200 runs nothing on another GPU (H100 measured in an earlier call).
+set -u
+W=$OUT/work; mkdir -p "$W"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$W/gpu.txt"
+if [ -n "${ONLY_ON:-}" ] && ! grep -q "$ONLY_ON" "$W/gpu.txt"; then echo "not an $ONLY_ON: nothing run"; exit 0; fi
+t0=$(date +%s)
+OUT=$W timeout 120 python3 results/provenance/tiling_tma_solution.py > "$W/tiling_tma_solution.txt" 2>&1
+echo "tma solution: exit $?, $(( $(date +%s) - t0 )) s"; head -5 "$W/tiling_tma_solution.txt"
+t0=$(date +%s)
+timeout 200 python3 scripts/stability.py tiling --runs 5 --out "$W/stability_tiling_2026-12-06.json" > "$W/stability_tiling.txt" 2>&1
+echo "tiling stability: exit $?, $(( $(date +%s) - t0 )) s"; grep -E "^\| " "$W/stability_tiling_2026-12-06.md" | head -8
+mkdir -p "$W/bench"; timeout 150 python3 -m autograder bench tiling --out "$W/bench" > "$W/bench/bench_tiling.txt" 2>&1
+echo "tiling bench: exit $?"
+if grep -q H200 "$W/gpu.txt"; then
+  OUT=$OUT STEPS="${STEPS:-kv margins gemlite}" bash results/provenance/next_gpu_session.sh 2>&1 | tail -30
+  tar -xzf "$OUT/results.tar.gz" -C "$W" 2>/dev/null; rm -f "$OUT/results.tar.gz"
+fi
+tar -czf "$OUT/results.tar.gz" -C "$W" .
