@@ -246,12 +246,13 @@ def main() -> None:
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
               "cuBLAS. Lecture 04, \"Stream-K, measured\".",
               "- Matmul, TMA bonus: since 2026-12-06 module 04 has a bonus task, `matmul_tma`, a persistent kernel whose "
-              "tiles move through tensor descriptors (lecture 04, section 8). It is the course's fastest matmul at the "
-              "large sizes (0.98-1.00x cuBLAS at 4096^3 and 8192^3 on both GPUs; five gradings on the H100 put it at "
-              "0.99-1.00x at 4096^3, `results/h100/stability_tiling_2026-12-06.md`), within 1-2% of the >= 1.0x target "
-              "at 4096^3, and the slowest at the small ones: with one 128 x 256 tile for every shape, 1024^3 has 32 "
-              "tiles for 132 SMs (0.55x; the main task's launcher gives such shapes its small tail tile, 0.86x). The "
-              "H200 has no bench with it yet: its rows are the shipped kernel's own timing (`tiling_tma_solution.json`)."]
+              "tiles move through tensor descriptors (lecture 04, section 8). On the H100, with its grid of as few "
+              "programs as keep the fewest rounds of tiles (128 for 512 tiles on 132 SMs), it runs 1.00x cuBLAS at "
+              "4096^3 and 1.01-1.02x at 8192^3 (five gradings: 1.00-1.01x at 4096^3, "
+              "`results/h100/stability_tiling_2026-12-06.md`); the H200's rows were measured that morning with one "
+              "program per SM (0.99x and 1.01x), before that grid, and no H200 was lent after it. With one 128 x 256 "
+              "tile for every shape it is the slower kernel at small sizes: 1024^3 has 32 tiles for 132 SMs (0.54x; "
+              "the main task's launcher gives such shapes its small tail tile, 0.86x)."]
     lines += ["", "Where a target is missed, the lecture of the module says by how much and why, measured: 02 "
               "(softmax, \"Rows split over programs\"), 04 (matmul, section 6), 08 (flash attention and decode), 09 "
               "(W4A16); the Nsight Compute readings are in `results/<gpu>/ncu_issue22/`."]

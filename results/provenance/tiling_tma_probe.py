@@ -19,6 +19,8 @@ Each variant is checked against a float64 product before it is timed.
     python results/provenance/tiling_tma_probe.py                              # on a GPU: $OUT/tiling_tma_probe.json
     TRITON_INTERPRET=1 python results/provenance/tiling_tma_probe.py --dry     # the same code on tiny float32 shapes
     TRITON_INTERPRET=0 python results/provenance/tiling_tma_probe.py --smem    # each variant compiled for sm_90 here
+    python results/provenance/tiling_tma_probe.py --more                       # around the shipped tile, 4096^3 and 8192^3
+    python results/provenance/tiling_tma_probe.py --programs                   # the shipped tile with fewer programs
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def launch(variant: dict, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, sms
     if variant["kind"] == "tma":
         _mm_tma_kernel[(tiles,)](a_desc, b_desc, c_desc, m, n, k, **meta)
     else:
-        programs = min(tiles, sms * variant.get("per_sm", 1))
+        programs = min(tiles, variant.get("programs", sms * variant.get("per_sm", 1)))
         _mm_tma_persistent_kernel[(programs,)](a_desc, b_desc, c_desc, m, n, k, PROGRAMS=programs,
                                                SPLIT_EPILOGUE=split, **meta)  # fmt: skip
 
@@ -116,6 +118,7 @@ def variant(kind: str, bm: int, bn: int, bk: int, stages: int, warps: int, **mor
 
 def name_of(v: dict) -> str:
     extra = (" split" if v.get("split") else "") + (f" g{v['group_m']}" if "group_m" in v else "") + (f" x{v['per_sm']}/SM" if v.get("per_sm", 1) > 1 else "")
+    extra += f" {v['programs']} programs" if "programs" in v else ""
     return f"{v['kind']} {v['block_m']}x{v['block_n']}x{v['block_k']} s{v['num_stages']} w{v['num_warps']}{extra}"
 
 
@@ -131,6 +134,18 @@ VARIANTS = [
     variant("persistent", 256, 128, 64, 3, 8, split=True),
     variant("persistent", 256, 128, 64, 4, 8, split=True),
 ]
+# --more: around the tile the bonus shipped with (the first), at the two sizes of issue 22's target.
+MORE_VARIANTS = [
+    variant("persistent", 128, 256, 64, 4, 8, split=True, group_m=16),
+    variant("persistent", 128, 256, 64, 4, 8, split=True, group_m=32),
+    variant("persistent", 128, 256, 64, 4, 8, split=True, group_m=8),
+    variant("persistent", 128, 256, 128, 2, 8, split=True, group_m=16),
+    variant("persistent", 128, 256, 64, 4, 8, split=True, group_m=16, programs=128),
+    variant("persistent", 256, 128, 64, 4, 8, split=True, group_m=16),
+]
+# --programs: the shipped tile with fewer programs than SMs (128 ran 1-2% faster than 132 in the --more run).
+PROGRAMS_VARIANTS = [variant("persistent", 128, 256, 64, 4, 8, split=True, group_m=16, programs=p)
+                     for p in (132, 128, 124, 120, 112, 96)]
 DRY_VARIANTS = [variant("tma", 32, 32, 16, 2, 4), variant("persistent", 32, 32, 16, 2, 4),
                 variant("persistent", 32, 32, 16, 2, 4, split=True)]
 
@@ -170,9 +185,13 @@ def main() -> None:
     if not dry:
         triton.set_allocator(_alloc)
     dtypes = [torch.float32] if dry else [torch.bfloat16, torch.float16]
-    variants = DRY_VARIANTS if dry else VARIANTS
-    shapes = [(96, 64, 80), (70, 52, 92)] if dry else [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
-                                                        (3072, 3072, 3072), (4096, 4096, 14336), (4096, 14336, 4096)]
+    more = "--more" in sys.argv or "--programs" in sys.argv
+    variants = DRY_VARIANTS if dry else PROGRAMS_VARIANTS if "--programs" in sys.argv else MORE_VARIANTS if more else VARIANTS
+    shapes = [(96, 64, 80), (70, 52, 92)] if dry else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 14336),
+                                                        (3072, 4096, 4096)] if "--programs" in sys.argv else [
+        (4096, 4096, 4096), (8192, 8192, 8192)] if more else [
+        (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3072, 3072, 3072), (4096, 4096, 14336),
+        (4096, 14336, 4096)]
     sms = 3 if dry else torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     if not dry:
@@ -211,7 +230,7 @@ def main() -> None:
                 continue
             fns["solution"] = lambda i: tk._launch(a_s[i], b_s[i], c)
             fns["cuBLAS"] = lambda i: torch.matmul(a_s[i], b_s[i])
-            times = timing.time_interleaved(fns, pool, 20, torch.device("cuda"))
+            times = timing.time_interleaved(fns, pool, 40 if more else 20, torch.device("cuda"))
             us = {name: timing.median(t) * 1e3 for name, t in times.items()}
             flops = 2.0 * m * n * k
             row = {"dtype": str(dtype).split(".")[-1], "shape": [m, k, n], "us": us,
@@ -226,8 +245,9 @@ def main() -> None:
         return
     out = Path(os.environ.get("OUT", "."))
     info = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "date": time.strftime("%Y-%m-%d"), "command": "python results/provenance/tiling_tma_probe.py"}  # fmt: skip
-    (out / "tiling_tma_probe.json").write_text(json.dumps({**info, "rows": rows}, indent=1))
+            "date": time.strftime("%Y-%m-%d"), "command": "python results/provenance/tiling_tma_probe.py " + " ".join(sys.argv[1:])}  # fmt: skip
+    tag = "_programs" if "--programs" in sys.argv else "_more" if more else ""
+    (out / f"tiling_tma_probe{tag}.json").write_text(json.dumps({**info, "rows": rows}, indent=1))
     print("\n| shape | dtype | cuBLAS us | solution | " + " | ".join(name_of(v) for v in variants) + " |")
     for r in rows:
         cb = r["us"]["cuBLAS"]

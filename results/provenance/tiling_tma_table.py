@@ -26,12 +26,28 @@ def main(folder: Path) -> None:
         cells = [f"{cb / r['us'][n]:.3f}" if n in r["us"] else "-" for n in names]
         lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {cb:.1f} | {cb / r['us']['solution']:.3f} | "
                      + " | ".join(cells) + " |")  # fmt: skip
+    for tag, title in (("_more", "Around the shipped tile (`--more`)"),
+                       ("_programs", "The shipped tile with fewer programs than SMs (`--programs`)")):
+        extra = folder / f"tiling_tma_probe{tag}.json"
+        if not extra.exists():
+            continue
+        e = json.loads(extra.read_text())
+        names = [n for n in e["rows"][0]["us"] if n not in ("solution", "cuBLAS")]
+        lines += ["", f"## {title}, {e['date']}", "", f"`{e['command']}`; cuBLAS's time over each kernel's.", "",
+                  "| shape | dtype | cuBLAS (us) | pointer kernel | " + " | ".join(names) + " |",
+                  "|---|---|---:|---:|" + "---:|" * len(names)]  # fmt: skip
+        for r in e["rows"]:
+            cb = r["us"]["cuBLAS"]
+            cells = [f"{cb / r['us'][n]:.3f}" if n in r["us"] else "-" for n in names]
+            lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {cb:.1f} | {cb / r['us']['solution']:.3f} | "
+                         + " | ".join(cells) + " |")  # fmt: skip
     shipped = folder / "tiling_tma_solution.json"
     if shipped.exists():
         s = json.loads(shipped.read_text())
         lines += ["", f"## The bonus as shipped (`matmul_tma`), {s['date']}", "",
                   f"`{s['command']}`. Its 16-bit tile: {s['table_tile_16bit']}. \"probe twin\": the probe's "
-                  "persistent kernel with the same tile, which counts the stored tile apart from the loop's. float32 "
+                  "persistent kernel with the same tile and one program per SM, which counts the stored tile apart from "
+                  f"the loop's. The shipped kernel's grid: {s.get('grid', 'see NOTES.md beside this file')}. float32 "
                   "rows: tiles the table could take (tf32x3), each timed beside the pointer kernel's float32.", "",
                   "| shape | dtype | " + " | ".join(["kernel", "vs cuBLAS"]) + " |", "|---|---|---|---:|"]  # fmt: skip
         for r in s["rows"]:
