@@ -133,7 +133,8 @@ def summary_table(folder: Path, slugs: list[str]) -> str:
                 ratios = []
                 for shape, group in groups.items():
                     sol = next((r for r in group if r["impl"] == "solution"), None)
-                    base = [r for r in group if r["impl"] not in ("solution", "copy")]
+                    # the baselines: every impl but the copy and the solution's own variants ("solution, TMA")
+                    base = [r for r in group if r["impl"] != "copy" and not r["impl"].startswith("solution")]
                     if sol and base:
                         best = min(base, key=lambda r: r["ms"])
                         ratios.append((best["ms"] / sol["ms"], shape, best))
