@@ -11,12 +11,14 @@
 #   5. (added later that day) the TMA bonus of tiling as shipped (its balanced grid), five gradings and the bench
 #      with it, which the H100 has (results/h100/tiling_tma_solution.json, stability_tiling_2026-12-06.md,
 #      tiling.md) and the H200 has only from before the balanced grid, graded once.
-# OUT must be set; STEPS narrows (default "kv stability margins gemlite tiling"). Results in $OUT/results.tar.gz.
+# Done on an H200 later on 2026-12-06 (results/h200/NOTES.md): 1, 3 and 5. Still to run there: 2 and 4.
+# OUT must be set; STEPS narrows (default "stability gemlite"; any of kv stability margins gemlite tiling).
+# Results in $OUT/results.tar.gz.
 set -u
 W=$OUT/work; mkdir -p "$W"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$W/gpu.txt"
-for step in ${STEPS:-kv stability margins gemlite tiling}; do
+for step in ${STEPS:-stability gemlite}; do
   t0=$(date +%s)
   case $step in
     kv) timeout 60 python3 results/provenance/kv_int4_centred_gpu.py "$W" 30 ;;
