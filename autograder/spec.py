@@ -133,6 +133,19 @@ class SpeedCase:
         return Case(self.params, "gpu").name
 
 
+def bonus_function(module: ModuleType, slug: str, name: str, signature: str) -> Callable[..., Any]:
+    """The public function of a bonus that is not in the assignment's `api` (which every case checks before it runs):
+    a kernels.py written before the bonus existed keeps its other parts graded and loses only the bonus's cases,
+    with a sentence that says what to copy from the starter code."""
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise TypeError(
+            f"kernels.py does not define `{name}`: this bonus calls {signature}. Copy the function, its launcher and "
+            f"its kernel from the starter code (assignments/{slug}/kernels.py) into your file."
+        )
+    return fn
+
+
 @dataclass
 class Assignment:
     slug: str

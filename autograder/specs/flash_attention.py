@@ -16,7 +16,7 @@ from types import ModuleType
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, bonus_function, read_fenced
 from course.kivi import dequantize_kivi, kivi_bytes, quantize_kivi
 
 # --------------------------------------------------------------------------------------------------
@@ -261,24 +261,15 @@ def speed_forward(module: ModuleType, inputs: Tensors, params: Params) -> torch.
     return module.flash_attention(inputs["q"], inputs["k"], inputs["v"], params["causal"], params.get("scale"))
 
 
-# Not in the assignment's `api` (checked before every case): a kernels.py written before this bonus still
-# has every other part graded, and loses only these cases, with this sentence.
+# Not in the assignment's `api`: a kernels.py written before this bonus existed keeps every other part graded
+# (bonus_function).
 KV_INT8_SIGNATURE = "flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None)"
-
-
-def _flash_decode_int8(module: ModuleType):
-    fn = getattr(module, "flash_decode_int8", None)
-    if not callable(fn):
-        raise TypeError(
-            f"kernels.py does not define `flash_decode_int8`: this bonus calls {KV_INT8_SIGNATURE}. Copy the "
-            "function, its launcher and its kernel from the starter code (assignments/flash_attention/kernels.py)."
-        )
-    return fn
 
 
 def call_kv_int8(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
     names = ("q", "k_q", "k_scale", "v_q", "v_scale")
-    return {"o": _flash_decode_int8(module)(*(inputs[n] for n in names), params.get("scale"))}
+    fn = bonus_function(module, "flash_attention", "flash_decode_int8", KV_INT8_SIGNATURE)
+    return {"o": fn(*(inputs[n] for n in names), params.get("scale"))}
 
 
 def speed_kv_int8(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
@@ -297,12 +288,7 @@ KV_INT4_NAMES = ("q", "k_packed", "k_scale", "k_zero", "v_packed", "v_scale", "v
 
 
 def call_kv_int4(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
-    fn = getattr(module, "flash_decode_int4", None)
-    if not callable(fn):
-        raise TypeError(
-            f"kernels.py does not define `flash_decode_int4`: this bonus calls {KV_INT4_SIGNATURE}. Copy the "
-            "function, its launcher and its kernel from the starter code (assignments/flash_attention/kernels.py)."
-        )
+    fn = bonus_function(module, "flash_attention", "flash_decode_int4", KV_INT4_SIGNATURE)
     group_size = params.get("group_size", KV_INT4_GROUP)
     return {"o": fn(*(inputs[n] for n in KV_INT4_NAMES), group_size, params.get("scale"))}
 

@@ -9,7 +9,8 @@ from types import ModuleType
 import torch
 
 from autograder.checking import attach_term_scale
-from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from autograder.spec import (COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, bonus_function,
+                             read_fenced)
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. Scale, offset and weights are drawn per seed, so that neither a zero output, nor x passed
@@ -143,27 +144,18 @@ def forward_bytes(params: Params) -> int:
     return (2 * numel + n_cols) * DTYPES[params["dtype"]].itemsize
 
 
-# Not in the assignment's `api`, which every case checks before it runs: a kernels.py written before this
-# bonus existed still has its forward and backward graded, and loses only these cases, with this sentence.
+# Not in the assignment's `api`: a kernels.py written before this bonus existed keeps its forward and backward graded
+# (bonus_function).
 LINEAR_SIGNATURE = "rmsnorm_linear(x, norm_weight, w, eps=1e-6)"
 
 
-def _rmsnorm_linear(module: ModuleType):
-    fn = getattr(module, "rmsnorm_linear", None)
-    if not callable(fn):
-        raise TypeError(
-            f"kernels.py does not define `rmsnorm_linear`: this bonus calls {LINEAR_SIGNATURE}. Copy the function "
-            "and its kernel from the starter code (assignments/rmsnorm/kernels.py) into your file."
-        )
-    return fn
-
-
 def call_linear(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
-    return {"y": _rmsnorm_linear(module)(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"])}
+    fn = bonus_function(module, "rmsnorm", "rmsnorm_linear", LINEAR_SIGNATURE)
+    return {"y": fn(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"])}
 
 
 def speed_linear(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tensor:
-    return _rmsnorm_linear(module)(inputs["x"], inputs["norm_weight"], inputs["w"], params["eps"])
+    return call_linear(module, inputs, params)["y"]
 
 
 def linear_bytes(params: Params) -> int:
