@@ -41,21 +41,27 @@ def main(folder: Path) -> None:
             cells = [f"{cb / r['us'][n]:.3f}" if n in r["us"] else "-" for n in names]
             lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {cb:.1f} | {cb / r['us']['solution']:.3f} | "
                          + " | ".join(cells) + " |")  # fmt: skip
-    shipped = folder / "tiling_tma_solution.json"
-    if shipped.exists():
-        s = json.loads(shipped.read_text())
-        lines += ["", f"## The bonus as shipped (`matmul_tma`), {s['date']}", "",
-                  f"`{s['command']}`. Its 16-bit tile: {s['table_tile_16bit']}. \"probe twin\": the probe's "
-                  "persistent kernel with the same tile and one program per SM, which counts the stored tile apart from "
-                  f"the loop's. The shipped kernel's grid: {s.get('grid', 'see NOTES.md beside this file')}. float32 "
-                  "rows: tiles the table could take (tf32x3), each timed beside the pointer kernel's float32.", "",
-                  "| shape | dtype | " + " | ".join(["kernel", "vs cuBLAS"]) + " |", "|---|---|---|---:|"]  # fmt: skip
-        for r in s["rows"]:
-            for name, ratio in sorted(r["vs_cublas"].items(), key=lambda kv: -kv[1]):
-                if name != "cuBLAS":
-                    lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {name} | {ratio:.3f} |")
+    for shipped in (folder / "tiling_tma_solution.json", folder / "tiling_tma_solution_one_per_sm.json"):
+        if shipped.exists():
+            lines += _shipped(shipped)
     (folder / "tiling_tma.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {folder / 'tiling_tma.md'}")
+
+
+def _shipped(shipped: Path) -> list[str]:
+    """The table of one run of tiling_tma_solution.py."""
+    s = json.loads(shipped.read_text())
+    grid = "one program per SM" if "one_per_sm" in shipped.name else "the balanced grid"
+    lines = ["", f"## The bonus as shipped (`matmul_tma`), {s['date']}, {grid} (`{shipped.name}`)", "",
+             f"`{s['command']}`. Its 16-bit tile: {s['table_tile_16bit']}. \"probe twin\": the probe's persistent kernel "
+             "with the same tile and one program per SM, which counts the stored tile apart from the loop's. float32 "
+             "rows: tiles the table could take (tf32x3), each timed beside the pointer kernel's float32.", "",
+             "| shape | dtype | kernel | vs cuBLAS |", "|---|---|---|---:|"]  # fmt: skip
+    for r in s["rows"]:
+        for name, ratio in sorted(r["vs_cublas"].items(), key=lambda kv: -kv[1]):
+            if name != "cuBLAS":
+                lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {name} | {ratio:.3f} |")
+    return lines
 
 
 if __name__ == "__main__":
