@@ -134,6 +134,17 @@ def test_padded_path_gives_the_same_product(shape: tuple[int, int, int]) -> None
     torch.testing.assert_close(padded.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("tiles", "sms", "programs"), [
+    (512, 132, 128), (2048, 132, 128), (1792, 132, 128), (288, 132, 96), (133, 132, 67), (32, 132, 32),
+    (132, 132, 132), (15, 4, 4), (9, 4, 3), (1, 4, 1),
+])  # fmt: skip
+def test_the_tma_launch_keeps_the_fewest_rounds_with_the_fewest_programs(tiles: int, sms: int, programs: int) -> None:
+    assert k.tma_programs(tiles, sms) == programs
+    rounds = -(-tiles // sms)
+    assert -(-tiles // programs) == rounds and programs <= sms  # no extra round, no more programs than SMs
+    assert programs == 1 or -(-tiles // (programs - 1)) > rounds  # one program fewer would need another round
+
+
 def test_padding_is_only_asked_for_on_a_gpu() -> None:
     assert not k.needs_padding(torch.empty(4, 1793), torch.empty(1793, 1793))  # the interpreter needs no alignment
 

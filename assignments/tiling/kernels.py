@@ -449,13 +449,18 @@ def matmul_tma_launch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return _padded_copy(c_p, m, n)
 
 
-def _launch_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-    """c = a @ b with the TMA kernel, every operand's rows 16-byte aligned: one program per SM at most, and no more
-    programs than keep the fewest rounds of tiles, so that every program takes the same number of tiles or one fewer.
+def tma_programs(tiles: int, sms: int) -> int:
+    """Programs of the persistent TMA launch: one per SM at most, and no more than keep the fewest rounds of tiles,
+    so that every program takes the same number of tiles or one fewer.
 
     512 tiles on 132 SMs take 4 rounds whether 132 programs share them (116 taking 4, 16 taking 3) or 128 (4 each);
     measured on an H100, the 128 ran 1% faster at 4096^3 and 1.3-2% at 8192^3, and 124 or fewer, which need a fifth
     round, 0.82x (results/h100/tiling_tma_probe_programs.json)."""
+    return cdiv(tiles, cdiv(tiles, sms))
+
+
+def _launch_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """c = a @ b with the TMA kernel, every operand's rows 16-byte aligned, on tma_programs(tiles, SMs) programs."""
     m, k = a.shape
     n = b.shape[1]
     device = device_of(a)
@@ -465,8 +470,7 @@ def _launch_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
     c_desc = TensorDescriptor.from_tensor(c, [bm, bn // 2])
     tiles = cdiv(m, bm) * cdiv(n, bn)
-    programs = cdiv(tiles, cdiv(tiles, device.sms))  # rounds = cdiv(tiles, SMs); as few programs as keep them
-    launch(_matmul_tma_kernel, (programs,),
+    launch(_matmul_tma_kernel, (tma_programs(tiles, device.sms),),
         a_desc, b_desc, c_desc, m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["group_m"], num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
     )  # fmt: skip
