@@ -176,6 +176,8 @@ def _refusal(reply: dict, note: str = "") -> str:
         )
     if reply.get("launches", 1) == 0:
         return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
+    if reply.get("missing_kernel"):
+        return tapes.missing_kernel(reply["missing_kernel"])
     if reply.get("other_stream"):
         return (
             "Your code launched a kernel on another CUDA stream: the grader times and checks the stream it "
@@ -373,7 +375,8 @@ def _judge_reply(spec: Assignment, part: Part, case: Case, reply: dict, seed: in
     reference = part.reference(inputs, case.params)
     ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
     if ok:  # the worker's account holds: its tape must say the same, as data, and replay to the answer
-        problem = tapes.problems(reply.get("tape"), submission_file, spec.forbidden_ops, device.type, spec.forbidden_note)
+        problem = tapes.problems(reply.get("tape"), submission_file, spec.forbidden_ops, device.type, spec.forbidden_note,
+                                 part.launches_with_descriptors)  # fmt: skip
         if problem:
             ok, message = False, problem
     result.status, result.message = ("passed" if ok else "failed"), message
@@ -482,7 +485,8 @@ def _record_speed(spec: Assignment, index: int, worker: Worker, replayer: Replay
         problem = (
             (reply.get("problems") or [""])[0]
             or _recorded_call_problem(reply, spec.forbidden_note)
-            or tapes.problems(tape, os.path.realpath(worker.submission), spec.forbidden_ops, device.type, spec.forbidden_note)
+            or tapes.problems(tape, os.path.realpath(worker.submission), spec.forbidden_ops, device.type, spec.forbidden_note,
+                              part.launches_with_descriptors)
         )
         if not problem and tapes.scalar_reads(tape):
             problem = (
@@ -602,6 +606,8 @@ def _recorded_call_problem(reply: dict, note: str = "") -> str:
             "the call launched none of your Triton kernels: every call must do its own work (a result kept from an "
             "earlier call, or work done in one call for the next ones, is not allowed)."
         )
+    if reply.get("missing_kernel"):
+        return tapes.missing_kernel(reply["missing_kernel"])
     if reply.get("other_stream"):
         return _refusal({"other_stream": reply["other_stream"]})
     return reply.get("output_problem") or ""

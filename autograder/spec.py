@@ -63,6 +63,10 @@ class Part:
     # from the worker's own inputs, so that what setup prepared from them still holds; all other inputs are
     # new. They must not determine the answer on their own (the activations are never among them).
     setup_reads: tuple[str, ...] = ()
+    # A kernel of kernels.py that the graded call (and the timed one) must launch, given tensor descriptors: a part
+    # that asks for a particular kernel (the tiling TMA bonus) is not earned by handing its call to another part's
+    # kernel, which computes the same product. "" for parts that ask only for a result.
+    launches_with_descriptors: str = ""
 
     def inputs(self, params: Params, seed: int, device: torch.device, fixed_seed: int | None = None) -> Tensors:
         """The inputs drawn from `seed`; with `fixed_seed`, those `setup` reads are drawn from it instead."""

@@ -68,7 +68,7 @@ class Tape:
         self._alive: list[Any] = []
         self._carried_bytes = 0
         self._carried_budget = carried_budget
-        self._desc_type = _tensor_descriptor_type()
+        self._desc_type = tensor_descriptor_type()
 
     # -- storages and references ---------------------------------------------------------------
 
@@ -243,7 +243,7 @@ class GridRecorder:
         return result
 
 
-def _tensor_descriptor_type() -> type | None:
+def tensor_descriptor_type() -> type | None:
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor
     except ImportError:
@@ -276,11 +276,14 @@ def scalar_reads(tape: dict) -> int:
     return sum(1 for e in tape.get("entries", []) if e.get("kind") == "op" and op_name(e.get("op", "")) == SCALAR_READ)
 
 
-def problems(tape: Any, submission_file: str, refused: Collection[str] = (), device: str = "cpu", note: str = "") -> str:
+def problems(tape: Any, submission_file: str, refused: Collection[str] = (), device: str = "cpu", note: str = "",
+             required_kernel: str = "") -> str:
     """The first thing the grader refuses in a tape, as a sentence, or ''.
 
     The same rules the worker's recorder applies, checked again on the data: only allowed ops, launches
-    only of kernels from kernels.py, at least one of them, no copy from the GPU to the CPU.
+    only of kernels from kernels.py, at least one of them, no copy from the GPU to the CPU; and where the part
+    names a kernel (Part.launches_with_descriptors), a launch of it with descriptors spanning at least the largest
+    output. The replay then runs these launches, so a launch the tape claims is one that really computes.
     """
     if not isinstance(tape, dict) or not isinstance(tape.get("entries"), list):
         return "The grader received no readable record of your call (something changed what the worker sends back)."
@@ -315,7 +318,49 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
         )
     if launches == 0:
         return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
+    if required_kernel and descriptor_span(tape, submission_file, required_kernel) < _largest_output(tape):
+        return missing_kernel(required_kernel)
     return _output_problem(tape)
+
+
+def missing_kernel(name: str) -> str:
+    """The sentence for a call that did not compute its result with the kernel its part grades."""
+    return (
+        f"The graded call did not launch `{name}` with tensor descriptors: this part grades that kernel, so its "
+        f"result must come from it (another kernel of yours computing the same result earns the other part's "
+        f"points, not these). Keep the given launcher, which makes the descriptors and launches `{name}`, and fill "
+        "in the kernel's body."
+    )
+
+
+def descriptor_span(tape: dict, submission_file: str, kernel: str) -> int:
+    """The most elements one tensor descriptor spans among the recorded launches of `kernel` from kernels.py
+    (-1 where it was not launched with any)."""
+    best = -1
+    for entry in tape.get("entries", []):
+        if entry.get("kind") != "launch" or entry.get("file") != submission_file:
+            continue
+        if str(entry.get("kernel", "")).rsplit(".", 1)[-1] != kernel:
+            continue
+        for arg in entry.get("args", []):
+            shape = arg.get("desc", {}).get("shape") if isinstance(arg, dict) else None
+            if isinstance(shape, dict):  # a torch.Size or tuple, encoded as {"tuple": [...]}
+                shape = shape.get("tuple")
+            if isinstance(shape, list) and all(isinstance(s, int) for s in shape):
+                best = max(best, _prod(shape))
+    return best
+
+
+def _largest_output(tape: dict) -> int:
+    refs = [r for value in tape.get("outputs", {}).values() for r in tensor_refs(value)]
+    return max((_prod(r[2]) for r in refs if isinstance(r[2], list)), default=0)
+
+
+def _prod(shape: list) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
 
 
 def _output_problem(tape: dict) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import inspect
 import io
 import linecache
+import math
 import os
 import re
 import sys
@@ -33,7 +34,7 @@ from typing import Any
 
 from autograder.lifecycle import watch_lifeline
 from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_course_op  # noqa: F401  (one policy, see policy.py)
-from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape
+from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape, tensor_descriptor_type
 
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
 HOST_MEMORY_BUDGET = 16 << 30  # host memory a worker may add to what it holds after its imports
@@ -70,6 +71,9 @@ class _Watch:
         self.fences: list[tuple] = []
         self.forbidden: list[str] = []
         self.launches = 0
+        # the submission's kernels launched with tensor descriptors: name -> the most elements one descriptor spanned
+        self.with_descriptors: dict[str, int] = {}
+        self.descriptor_type = tensor_descriptor_type()  # the type the tape records as a descriptor, or None
         self.foreign: list[str] = []  # Triton kernels launched from other files
         self.stream: int | None = None  # the CUDA stream current when the call began
         self.current_stream = _current_cuda_stream  # how to read the current stream (tests pass a fake)
@@ -139,17 +143,28 @@ class _Watch:
         if what not in self.forbidden:
             self.forbidden.append(what)
 
-    def saw_launch(self, fn: Any) -> None:
+    def saw_launch(self, fn: Any, args: tuple = ()) -> None:
         code = getattr(fn, "__code__", None)
         filename = _realpath(code.co_filename) if code is not None else ""
         if filename == self.submission_file:
             self.launches += 1
+            kind = self.descriptor_type
+            spans = [_descriptor_elements(a) for a in args if kind is not None and type(a) is kind]
+            if spans:
+                name = getattr(fn, "__name__", "?")
+                self.with_descriptors[name] = max(self.with_descriptors.get(name, 0), *spans)
         else:
             name = getattr(fn, "__name__", "?")
             where = os.path.basename(filename) if filename else "elsewhere"
             self._forbid(f"the Triton kernel {name} from {where}, not from your kernels.py")
         if self.stream is not None and threading.get_ident() == self.thread and self.current_stream() != self.stream:
             self.other_stream += 1
+
+
+def _descriptor_elements(desc: Any) -> int:
+    """Elements of the tensor a descriptor spans (its global shape), 0 where the descriptor does not say."""
+    shape = getattr(desc, "shape", None)
+    return math.prod(int(s) for s in shape) if shape is not None else 0
 
 
 def _current_cuda_stream() -> int:
@@ -206,7 +221,7 @@ def _install_launch_hooks() -> None:
             fn = getattr(self, "fn", None)
             launching = not kwargs.get("warmup", False)
             if launching:
-                watch.saw_launch(fn)
+                watch.saw_launch(fn, args)
             watch.in_triton += 1
             try:
                 with _disable_current_modes():  # the launcher's own tensor bookkeeping is not the submission's
@@ -674,14 +689,20 @@ def _failure(session: _Session, exc: BaseException, task: str) -> dict:
     return reply
 
 
-def _watch_problems(session: _Session, watch: _Watch) -> dict:
+def _watch_problems(session: _Session, watch: _Watch, part: Any = None, outputs: dict | None = None) -> dict:
     guard = session.guard
     forbidden = list(watch.forbidden)
     forbidden += [f"{r} (reads tensor data into Python)" for r in guard.host_reads]
     if watch.scalar_reads > MAX_SCALAR_READS:
         forbidden.append(f".item() {watch.scalar_reads} times (computing in Python, value by value)")
     guard.host_reads.clear()
-    return {"forbidden_ops": forbidden, "launches": watch.launches, "other_stream": watch.other_stream}
+    # The part's kernel, launched with descriptors over at least as many elements as the largest output: a launch
+    # on a small decoy beside another kernel that computes the result does not count.
+    wanted = getattr(part, "launches_with_descriptors", "")
+    largest = max((v.numel() for v in (outputs or {}).values() if hasattr(v, "numel")), default=0)
+    missing = wanted if wanted and watch.with_descriptors.get(wanted, -1) < largest else ""
+    return {"forbidden_ops": forbidden, "launches": watch.launches, "other_stream": watch.other_stream,
+            "missing_kernel": missing}
 
 
 def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list) -> dict:
@@ -739,7 +760,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list)
         "status": "ok",
         "outputs": {k: v for k, v in outputs.items() if type(v) is torch.Tensor},
         "meta": meta,
-        **_watch_problems(session, watch),
+        **_watch_problems(session, watch, part, outputs),
         "inputs_changed": changed,
         "out_of_bounds": out_of_bounds,
         "output_problem": _exact_types(outputs) or shared_memory(outputs, {**inputs, **prepared}),
@@ -794,7 +815,7 @@ def _run_record(session: _Session, module: ModuleType, request: dict, tapes: lis
             tensors = _tensors_of(out)
             outputs = {"output": tensors[0]} if tensors else {"output": out}
             tape.set_outputs(outputs)
-            result.update(_watch_problems(session, watch))
+            result.update(_watch_problems(session, watch, part, outputs))
             result["output_problem"] = _exact_types(outputs) or shared_memory(outputs, call_inputs)
     result["tape"] = tape.data()
     result["prepared"] = prepared_before

@@ -65,6 +65,21 @@ def test_a_tma_kernel_that_keeps_its_sum_across_tiles_fails_where_a_program_take
     assert "outside the tolerance" in results["(96x64x160) float32"][1]
 
 
+def test_a_matmul_tma_handed_to_the_pointer_kernel_earns_nothing_of_the_bonus() -> None:
+    r = graded(sub("wrong_tma_routed_to_matmul"))
+    assert all(status == "passed" for status, _ in cases(r).values())  # task 1 is right, and earns its points
+    for status, message in cases(r, "tiling.tma").values():  # the same product, from the wrong kernel
+        assert status == "failed" and "did not launch `_matmul_tma_kernel` with tensor descriptors" in message, message
+
+
+def test_a_descriptor_kernel_run_on_a_decoy_does_not_count() -> None:
+    results = cases(graded(sub("wrong_tma_decoy_launch")), "tiling.tma")
+    # its decoy descriptors span 16 x 16 elements: only the (1x1x1) case has an output that small
+    failing = {name for name, (status, _) in results.items() if status != "passed"}
+    assert failing == TMA - {"(1x1x1) float32"}
+    assert all("did not launch `_matmul_tma_kernel`" in results[name][1] for name in failing)
+
+
 def test_a_kernels_py_without_matmul_tma_loses_only_the_bonus_with_a_sentence() -> None:
     r = graded(sub("correct_minimal"))
     assert all(status == "passed" for status, _ in cases(r).values())
@@ -168,3 +183,29 @@ def test_bad_arguments_get_a_sentence(make, error, phrase: str) -> None:
     with pytest.raises(error) as info:
         make()
     assert phrase in str(info.value)
+
+
+def _tape(launches: list[dict], out_shape: list[int]) -> dict:
+    """A recorded call as the worker's tape encodes it: the launches, and one output of this shape."""
+    out = {"T": ["1", 0, out_shape, [out_shape[1], 1], "float32", "cpu"]}
+    return {"storages": {"1": {"nbytes": 4 * out_shape[0] * out_shape[1], "origin": "created", "device": "cpu"}},
+            "inputs": {}, "outputs": {"c": out}, "entries": launches, "carried": {}, "unrecorded": []}  # fmt: skip
+
+
+def _launch(kernel: str, desc_shapes: list[list[int]]) -> dict:
+    args = [{"desc": {"base": {"T": ["2", 0, s, [s[1], 1], "float32", "cpu"]}, "shape": {"tuple": s}}} for s in desc_shapes]
+    return {"kind": "launch", "kernel": kernel, "file": "/k.py", "args": args, "kwargs": {}, "grid": [1, 1, 1]}
+
+
+@pytest.mark.parametrize(("launches", "refused"), [
+    ([_launch("_mm_kernel", [])], True),  # another kernel computed it: the worker's record, if forged, is not believed
+    ([_launch("_matmul_tma_kernel", [[16, 16]]), _launch("_mm_kernel", [])], True),  # a decoy smaller than c
+    ([_launch("_matmul_tma_kernel", [[64, 48], [48, 96], [64, 96]])], False),  # the part's kernel, over all of c
+])  # fmt: skip
+def test_the_tape_itself_must_show_the_tma_kernel_over_the_whole_output(launches: list[dict], refused: bool) -> None:
+    from autograder import tape as tapes
+
+    problem = tapes.problems(_tape(launches, [64, 96]), "/k.py", required_kernel="_matmul_tma_kernel")
+    assert (problem == tapes.missing_kernel("_matmul_tma_kernel")) is refused
+    assert problem == "" or refused
+    assert tapes.problems(_tape(launches, [64, 96]), "/k.py") == ""  # parts that name no kernel ask only for a result

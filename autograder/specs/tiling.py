@@ -239,6 +239,7 @@ ASSIGNMENT = Assignment(
             reference=reference,
             cases=_cases(TMA_CPU_CASES, GPU_CASES),
             tolerances=TOLERANCES,
+            launches_with_descriptors="_matmul_tma_kernel",
         ),
     ],
     speed=SPEED,

@@ -9,7 +9,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 
 @triton.jit
-def _mm_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
+def _matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
     num_pid_n = tl.cdiv(N, BLOCK)
     acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)  # BUG: belongs inside the tile loop
     for tile in tl.range(tl.program_id(0), tl.cdiv(M, BLOCK) * num_pid_n, tl.num_programs(0)):
@@ -36,7 +36,7 @@ def matmul_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c = torch.empty((m, n + pad_n), dtype=a.dtype, device=a.device)
     block, block_k = 32, 16
     tiles = triton.cdiv(m, block) * triton.cdiv(n + pad_n, block)
-    _mm_tma_kernel[(min(tiles, 4),)](TensorDescriptor.from_tensor(a_p, [block, block_k]),
+    _matmul_tma_kernel[(min(tiles, 4),)](TensorDescriptor.from_tensor(a_p, [block, block_k]),
                                      TensorDescriptor.from_tensor(b_p, [block_k, block]),
                                      TensorDescriptor.from_tensor(c, [block, block]), m, n + pad_n, k, BLOCK=block, BLOCK_K=block_k)
     return c[:, :n].contiguous()
