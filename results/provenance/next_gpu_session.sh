@@ -12,12 +12,14 @@
 #      with it, which the H100 has (results/h100/tiling_tma_solution.json, stability_tiling_2026-12-06.md,
 #      tiling.md) and the H200 has only from before the balanced grid, graded once.
 # Done on an H200 later on 2026-12-06 (results/h200/NOTES.md): 1, 3 and 5. Still to run there: 2 and 4.
-# OUT must be set; STEPS narrows (default "stability gemlite"; any of kv stability margins gemlite tiling).
+# OUT must be set; STEPS narrows (default "stability gemlite"; any of kv stability margins gemlite tiling); ONLY_ON=H200
+# runs nothing on another GPU.
 # Results in $OUT/results.tar.gz.
 set -u
 W=$OUT/work; mkdir -p "$W"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$W/gpu.txt"
+if [ -n "${ONLY_ON:-}" ] && ! grep -q "$ONLY_ON" "$W/gpu.txt"; then echo "not an $ONLY_ON: nothing run"; exit 0; fi
 for step in ${STEPS:-stability gemlite}; do
   t0=$(date +%s)
   case $step in
