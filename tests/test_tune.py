@@ -37,6 +37,12 @@ def test_a_smoke_tuning_checks_times_and_writes_an_entry_beside_the_solutions_ta
     assert tail["speed"] > 0 and tail["against"] == [entry["matmul"]["float32"][0][k] for k in
                                                      ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")]  # fmt: skip
     assert "tail [16-bit]" not in entry["meta"]["kept"] and "tail [float32]" in entry["meta"]["kept"]
+    # the smaller TMA tiles: the reference GPU's, each with a speed against this entry's 16-bit TMA tile
+    small = entry["tma_small"]["16-bit"]
+    reference = json.loads(before)["gpus"]["NVIDIA H200"]["tma_small"]["16-bit"]
+    assert [t["block_m"] * t["block_n"] for t in small] == [t["block_m"] * t["block_n"] for t in reference]
+    assert all(t["speed"] > 0 and t["against"] == [entry["tma"]["16-bit"][k] for k in
+               ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")] for t in small)  # fmt: skip
     assert table["gpus"]["NVIDIA H200"] == json.loads(before)["gpus"]["NVIDIA H200"]  # other GPUs' entries kept
     assert (REPO_ROOT / "solutions" / "tiling" / "configs.json").read_text() == before
     assert any("no CPU-tier case" in line for line in lines) and any("chosen:" in line for line in lines)

@@ -181,6 +181,9 @@ def _fit(device: Device, kernel: str, bucket: str, reference: object) -> object:
     size = 4 if bucket == "float32" else 2
     if kernel == "tma":
         return _fit_tma(device, bucket, reference)
+    if kernel == "tma_small":  # the reference's smaller TMA tiles that fit (tma_tile checks the tile their speed is against)
+        fits = [t for t in reference or [] if _smem_bytes(t, size) + t["block_m"] * t["block_n"] // 2 * size <= device.smem_per_block]
+        return fits or None
     if kernel == "tail":  # the reference's tail tile where it fits (tail_split checks the tile its speed is against)
         return reference if reference is not None and _smem_bytes(reference, size) <= device.smem_per_block else None
     if kernel != "matmul":
@@ -228,6 +231,30 @@ def matmul_config(device: Device, dtype: torch.dtype) -> list[dict]:
 def tma_config(device: Device, dtype: torch.dtype) -> dict:
     """The TMA kernel's tile for inputs of this dtype: block_m, block_n, block_k, group_m, num_stages, num_warps."""
     return CONFIGS.pick(device, "tma", "float32" if dtype == torch.float32 else "16-bit")
+
+
+@CONFIGS.cached
+def tma_tile(device: Device, dtype: torch.dtype, m: int, n: int) -> dict:
+    """The TMA kernel's tile for an (M, N) output: the table's tile, or one of the smaller tiles of "tma_small"
+    where the table's tile would leave SMs idle.
+
+    The persistent launch runs ceil(T / S) rounds of tiles for T tiles on S SMs; a round of a tile of area A at
+    rate r (its "speed" in the table: work per SM per second over the table's tile's, measured on a problem of
+    many rounds against the tile in "against") takes A / r as long as a round of the table's tile per unit area.
+    The tile with the least predicted time wins, the table's tile on a tie. At 1024^3 the 128 x 256 tile makes
+    32 tiles for 132 SMs (1 round, a quarter of the SMs busy); the 64 x 128 tile makes 128 (1 round, nearly
+    all of them): 4x the SMs at 0.70x the rate per SM."""
+    bucket = "float32" if dtype == torch.float32 else "16-bit"
+    big = tma_config(device, dtype)
+    best, best_time = big, float(cdiv(cdiv(m, big["block_m"]) * cdiv(n, big["block_n"]), device.sms))
+    for tile in CONFIGS.pick(device, "tma_small", bucket) or []:
+        if tile["against"] != [big[k] for k in _TILE_KEYS]:  # pragma: no cover - GPU only: measured against another tile
+            continue
+        per_round = tile["block_m"] * tile["block_n"] / (big["block_m"] * big["block_n"]) / tile["speed"]
+        time = cdiv(cdiv(m, tile["block_m"]) * cdiv(n, tile["block_n"]), device.sms) * per_round
+        if time < best_time:
+            best, best_time = tile, time
+    return best
 
 
 def _programs_per_sm(device: Device, cfg: dict, element_size: int) -> int:
@@ -325,8 +352,36 @@ def _measure_tail(device: Device, bucket: str, time: Timer) -> dict | None:  # p
             "against": [first[key] for key in _TILE_KEYS]}  # fmt: skip
 
 
-# Measured, not chosen: the tail tile's speed, against the first tile the same run chose.
-MEASUREMENTS = [Measurement("tail", ("16-bit",), _measure_tail)]
+def _measure_tma_small(device: Device, bucket: str, time: Timer) -> list[dict] | None:  # pragma: no cover - run by the tuner
+    """This GPU's "tma_small" entry: the reference GPU's smaller TMA tiles that fit here, each with its speed
+    measured against the TMA tile this GPU launches, over a problem of many rounds of both: the work per SM per
+    second of a round of each, rounds counted as the launch makes them (ceil(tiles / SMs))."""
+    big = tma_config(device, torch.float16)
+    tiles = _fit(device, "tma_small", bucket, CONFIGS.reference("tma_small", bucket))
+    if not tiles:
+        return None
+    dtype = torch.bfloat16 if device.bf16_tensor_cores else torch.float16
+    m = k = n = 4096
+    if device.interpreter:  # `tune --smoke`: only the path is checked, on a small float32 product
+        dtype, m, k, n = torch.float32, 96, 64, 96
+    where = "cpu" if device.interpreter else "cuda"
+    a, b = torch.randn(m, k, device=where, dtype=dtype), torch.randn(k, n, device=where, dtype=dtype)
+    c = torch.empty(m, n, device=where, dtype=dtype)
+    fns = {"big": lambda: _launch_tma_tile(a, b, c, big)}
+    for i, tile in enumerate(tiles):
+        fns[f"small {i}"] = lambda t=tile: _launch_tma_tile(a, b, c, t)
+    ms = time(fns)
+
+    def rate(tile: dict, spent: float) -> float:  # output elements per SM per millisecond, in rounds of this tile
+        return tile["block_m"] * tile["block_n"] * cdiv(cdiv(m, tile["block_m"]) * cdiv(n, tile["block_n"]), device.sms) / spent
+
+    return [{**{key: tile[key] for key in _TILE_KEYS}, "speed": round(rate(tile, ms[f"small {i}"]) / rate(big, ms["big"]), 3),
+             "against": [big[key] for key in _TILE_KEYS]} for i, tile in enumerate(tiles)]  # fmt: skip
+
+
+# Measured, not chosen: the tail tile's speed, against the first tile the same run chose; the smaller TMA tiles'
+# speeds, against the TMA tile.
+MEASUREMENTS = [Measurement("tail", ("16-bit",), _measure_tail), Measurement("tma_small", ("16-bit",), _measure_tma_small)]
 
 
 # What `python -m autograder tune tiling` tries: single tiles around the H200's, timed on a large and a
@@ -520,17 +575,21 @@ def tma_programs(tiles: int, sms: int) -> int:
 
 
 def _launch_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-    """c = a @ b with the TMA kernel, every operand's rows 16-byte aligned, on tma_programs(tiles, SMs) programs."""
+    """c = a @ b with the TMA kernel, every operand's rows 16-byte aligned, with the tile tma_tile chooses for the
+    output's shape."""
+    _launch_tma_tile(a, b, c, tma_tile(device_of(a), a.dtype, a.shape[0], b.shape[1]))
+
+
+def _launch_tma_tile(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict) -> None:
+    """c = a @ b with the TMA kernel and this tile, on tma_programs(tiles, SMs) programs."""
     m, k = a.shape
     n = b.shape[1]
-    device = device_of(a)
-    cfg = tma_config(device, a.dtype)
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
     b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
     c_desc = TensorDescriptor.from_tensor(c, [bm, bn // 2])
     tiles = cdiv(m, bm) * cdiv(n, bn)
-    launch(_matmul_tma_kernel, (tma_programs(tiles, device.sms),),
+    launch(_matmul_tma_kernel, (tma_programs(tiles, device_of(a).sms),),
         a_desc, b_desc, c_desc, m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg["group_m"], num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
     )  # fmt: skip
