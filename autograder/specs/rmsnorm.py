@@ -4,6 +4,7 @@ rmsnorm_linear(x, norm_weight, w, eps) = rmsnorm(x) @ w.T in one kernel, the dec
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import ModuleType
 
 import torch

@@ -1,7 +1,8 @@
 #!/bin/bash
 # 2026-12-06, fifth session: the TMA bonus with its tile chosen by shape (tma_tile, "tma_small"): the tiling bench as
 # shipped; STEPS="probe bench" also times the nine tiles at every size (tiling_tma_small_probe.py), which gives a
-# GPU's "tma_small" speeds (tiling_tma_small_table.py). ONLY_ON=H200 runs nothing on another GPU. OUT must be set.
+# GPU's "tma_small" speeds (tiling_tma_small_table.py); "stability" runs next_gpu_session.sh's five gradings of the
+# four assignments the H200 lacks. ONLY_ON=H200 runs nothing on another GPU. OUT must be set.
 set -u
 W=$OUT/work; mkdir -p "$W"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -14,6 +15,7 @@ for step in ${STEPS:-bench}; do
            echo "probe: exit $?"; grep -v Warn "$W/small_probe.txt" | grep -v _warn | tail -12 ;;
     bench) mkdir -p "$W/bench"; timeout 300 python3 -m autograder bench tiling --out "$W/bench" > "$W/bench/bench_tiling.txt" 2>&1
            echo "bench: exit $?"; grep -E "TMA" "$W/bench/tiling.md" | head -40 ;;
+    stability) OUT=$W/next STEPS=stability bash results/provenance/next_gpu_session.sh 2>&1 | tail -8; rm -f "$W/next/results.tar.gz" ;;
   esac
   echo "$step: $(( $(date +%s) - t0 )) s"
 done
