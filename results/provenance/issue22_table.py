@@ -251,8 +251,14 @@ def main() -> None:
               "4096^3 in fp16 on both GPUs; bf16 at 4096^3 is level with cuBLAS rather than ahead: 0.995x (H100) and "
               "1.000x (H200) in these benches, 1.000x and 1.006x beside the probe (`tiling_tma_solution.json`), "
               "1.00-1.01x in five gradings on each GPU (`stability_tiling_2026-12-06.md`). With one 128 x 256 tile for "
-              "every shape it is the slower kernel at small sizes: 1024^3 has 32 tiles for 132 SMs (0.53-0.54x; the "
-              "main task's launcher gives such shapes its small tail tile, 0.85x)."]
+              "every shape it was the slower kernel at small sizes: 1024^3 has 32 tiles for 132 SMs (0.53-0.54x in the "
+              "rows above, where that tile was the only one; the main task's launcher gives such shapes its small tail "
+              "tile, 0.85x). Later on 2026-12-06 its launcher took a tile by shape, from the speeds of three smaller "
+              "tiles and the rounds each would take (`tma_tile`); timed on the H100 with those tiles "
+              "(`results/h100/tiling_tma_small.md`, the kernel launched directly): 0.92x at 512^3, 0.91x at 1024^3, "
+              "0.97x at 2304^3, 0.88x at 3072^3, 1.00-1.02x from 1792^3 to 4096^3, and 0.72x at 1536^3, where cuBLAS "
+              "runs 192 x 96 tiles (128 of them, one round on 132 SMs: its kernel's name in the same run) and no "
+              "power-of-two tile leaves fewer SMs idle."]
     lines += ["", "Where a target is missed, the lecture of the module says by how much and why, measured: 02 "
               "(softmax, \"Rows split over programs\"), 04 (matmul, section 6), 08 (flash attention and decode), 09 "
               "(W4A16); the Nsight Compute readings are in `results/<gpu>/ncu_issue22/`."]
