@@ -243,7 +243,7 @@ def tma_tile(device: Device, dtype: torch.dtype, m: int, n: int) -> dict:
     many rounds against the tile in "against") takes A / r as long as a round of the table's tile per unit area.
     The tile with the least predicted time wins, the table's tile on a tie. At 1024^3 the 128 x 256 tile makes
     32 tiles for 132 SMs (1 round, a quarter of the SMs busy); the 64 x 128 tile makes 128 (1 round, nearly
-    all of them): 4x the SMs at 0.70x the rate per SM."""
+    all of them): 4x the SMs at 0.68x the rate per SM."""
     bucket = "float32" if dtype == torch.float32 else "16-bit"
     big = tma_config(device, dtype)
     best, best_time = big, float(cdiv(cdiv(m, big["block_m"]) * cdiv(n, big["block_n"]), device.sms))
