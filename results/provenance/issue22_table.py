@@ -248,7 +248,8 @@ def main() -> None:
               "- Matmul, TMA bonus: since 2026-12-06 module 04 has a bonus task, `matmul_tma`, a persistent kernel whose "
               "tiles move through tensor descriptors (lecture 04, section 8), launched with as few programs as keep the "
               "fewest rounds of tiles (128 for 512 tiles on 132 SMs). It meets the >= 1.0x target at 8192^3 and at "
-              "4096^3 in fp16 on both GPUs; bf16 at 4096^3 is level with cuBLAS rather than ahead: 0.995x (H100) and "
+              "4096^3 in fp16 on both GPUs; bf16 at 4096^3 is level with cuBLAS rather than ahead: 0.98x (H100, in the "
+              "bench run after the tile-by-shape launcher below; 0.995x in the morning's, same tile) and "
               "1.000x (H200) in these benches, 1.000x and 1.006x beside the probe (`tiling_tma_solution.json`), "
               "1.00-1.01x in five gradings on each GPU (`stability_tiling_2026-12-06.md`). With one 128 x 256 tile for "
               "every shape it was the slower kernel at small sizes: 1024^3 has 32 tiles for 132 SMs (0.53-0.54x in the "
@@ -256,9 +257,10 @@ def main() -> None:
               "tile, 0.85x). Later on 2026-12-06 its launcher took a tile by shape, from the speeds of three smaller "
               "tiles and the rounds each would take (`tma_tile`); timed on the H100 with those tiles "
               "(`results/h100/tiling_tma_small.md`, the kernel launched directly): 0.92x at 512^3, 0.91x at 1024^3, "
-              "0.97x at 2304^3, 0.88x at 3072^3, 1.00-1.02x from 1792^3 to 4096^3, and 0.72x at 1536^3, where cuBLAS "
+              "0.97x at 2304^3, 0.88x at 3072^3, 1.00-1.02x from 1792^3 to 4096^3, and 0.72x at 1536^3; as shipped, in the "
+              "H100's bench above, 0.89-0.92x from 256^3 to 1024^3 and 0.88x at 3072^3. 1536^3 is where cuBLAS "
               "runs 192 x 96 tiles (128 of them, one round on 132 SMs: its kernel's name in the same run) and no "
-              "power-of-two tile leaves fewer SMs idle."]
+              "power-of-two tile leaves fewer SMs idle. The H200's rows are from before that launcher."]
     lines += ["", "Where a target is missed, the lecture of the module says by how much and why, measured: 02 "
               "(softmax, \"Rows split over programs\"), 04 (matmul, section 6), 08 (flash attention and decode), 09 "
               "(W4A16); the Nsight Compute readings are in `results/<gpu>/ncu_issue22/`."]
