@@ -11,7 +11,11 @@
 #   5. (added later that day) the TMA bonus of tiling as shipped (its balanced grid), five gradings and the bench
 #      with it, which the H100 has (results/h100/tiling_tma_solution.json, stability_tiling_2026-12-06.md,
 #      tiling.md) and the H200 has only from before the balanced grid, graded once.
-# Done on an H200 later on 2026-12-06 (results/h200/NOTES.md): 1, 3 and 5. Still to run there: 2 and 4.
+# Done on an H200 later on 2026-12-06 (results/h200/NOTES.md): 1, 3 and 5. Still to run there: 2 and 4 (4 was run on
+# the H100 in the fifth session: results/h100/quant_matmul.md), and, since the fifth session, the TMA bonus's tiles by
+# shape: `ONLY_ON=H200 STEPS="stability probe bench gemlite" bash results/provenance/session_1206o.sh` does all of it
+# (about 8 min); then `python results/provenance/tiling_tma_small_table.py .../tiling_tma_small_probe.json` gives the
+# H200's own "tma_small" speeds for solutions/tiling/configs.json (borrowed from the H100 until then).
 # OUT must be set; STEPS narrows (default "stability gemlite"; any of kv stability margins gemlite tiling); ONLY_ON=H200
 # runs nothing on another GPU.
 # Results in $OUT/results.tar.gz.
