@@ -257,6 +257,35 @@ def _replay_verdict(part: Part, params: dict, reply: dict, reference: dict[str, 
                 "computed outside them (PyTorch or Python the record does not show), or read from memory filled "
                 "before the call." + hint
             )
+    if part.kernel_probe is not None:
+        return _probe_verdict(part, params, reply.get("probe"), reference)
+    return True, ""
+
+
+def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, torch.Tensor]) -> tuple[bool, str]:
+    """Whether the part's kernel, launched by the grader itself on the replay's inputs (Part.kernel_probe), gave the
+    right answer too, and a sentence when not."""
+    name = part.launches_with_descriptors
+    lead = (
+        f"The grader also launches your `{name}` itself, as the given launcher does (its descriptors, a tile of the "
+        "grader's choosing, programs that each take one or more tiles), on new inputs, since this part grades that "
+        "kernel: "
+    )
+    if not isinstance(probe, dict):
+        return False, lead + "the grader received no result from that launch."
+    if "error" in probe:
+        return False, lead + f"that launch failed: {probe['error']} Keep the kernel's given signature."
+    outputs = _load_outputs(probe)
+    dtype = DTYPES[params["dtype"]]
+    for out_name, ref in reference.items():
+        out = outputs.get(out_name)
+        problem = check_meta(out_name, out, tuple(ref.shape), dtype, "cpu")
+        verdict = compare(out_name, out.to(ref.device), ref, part.tolerance(params)) if not problem else None
+        if problem or not verdict.ok:
+            return False, lead + (
+                f"its result was wrong: {problem or verdict.message} Your call's own answer was right, so it did not "
+                f"come from `{name}` alone: make the kernel right for any tile and any number of programs."
+            )
     return True, ""
 
 

@@ -81,6 +81,7 @@ class _Replayer:
             outputs = replay.run(replay.bind(inputs))
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
+            probe = self._probe(part, inputs, params) if part.kernel_probe is not None else None
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
         except Exception as exc:  # noqa: BLE001  (a kernel that fails on new inputs fails its case)
@@ -88,7 +89,42 @@ class _Replayer:
         finally:
             torch.use_deterministic_algorithms(False)
             torch.utils.deterministic.fill_uninitialized_memory = False
-        return {"status": "ok", "outputs": {k: v for k, v in outputs.items() if type(v) is torch.Tensor}}
+        reply = {"status": "ok", "outputs": {k: v for k, v in outputs.items() if type(v) is torch.Tensor}}
+        if probe is not None:
+            reply["probe"] = probe
+        return reply
+
+    def _probe(self, part: Any, inputs: dict, params: dict) -> dict:
+        """The part's kernel launched by the grader itself (Part.kernel_probe) on the same inputs: its outputs, or
+        {"error": sentence} where the launch failed."""
+        from autograder.replay import ReplayRefused
+
+        torch = self.torch
+        name = part.launches_with_descriptors
+        kernel = self.launchable.get(name)
+        if kernel is None:
+            return {"error": f"kernels.py has no @triton.jit function `{name}` at its top level for the grader to launch."}
+        check = self.check
+
+        class Checked:  # kernel[grid](...), compiled for a GPU first where it runs under the interpreter, as in a replay
+            def __getitem__(self, grid: tuple) -> Any:
+                def run(*args: Any, **kwargs: Any) -> Any:
+                    problem = check(name, list(args), kwargs) if check is not None else ""
+                    if problem:
+                        raise ReplayRefused(f"Your kernel {name} does not compile for a GPU with the grader's arguments:\n{problem}")
+                    return kernel[grid](*args, **kwargs)
+
+                return run
+
+        try:
+            outputs = part.kernel_probe(Checked(), inputs, params, self.device)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+        except ReplayRefused as exc:
+            return {"error": str(exc)}
+        except Exception as exc:  # noqa: BLE001  (a kernel that fails the grader's launch fails its case)
+            return {"error": _first_lines(f"{type(exc).__name__}: {exc}")}
+        return {k: v for k, v in outputs.items() if type(v) is torch.Tensor}
 
     def warm(self, request: dict) -> dict:
         """Run the tape and the baseline once each: their compilations then lie outside the timing."""

@@ -59,10 +59,12 @@ def test_untouched_stub_scores_zero_with_a_not_implemented_message() -> None:
 
 def test_a_tma_kernel_that_keeps_its_sum_across_tiles_fails_where_a_program_takes_two() -> None:
     results = cases(graded(sub("wrong_tma_acc_not_reset")), "tiling.tma")
-    # 4 programs on the interpreter: 15 tiles of 32 x 32 at 96x160, 12 at 100x72 (N padded); 4 or fewer elsewhere
+    # Its own launch, 4 programs of 32 x 32 tiles, goes wrong at 96x160 (15 tiles) and 100x72 (12, N padded); the
+    # grader's launch of the kernel (16 x 32 tiles, two to a program) wherever there are two tiles: all but 1x1x1.
     failing = {name for name, (status, _) in results.items() if status != "passed"}
-    assert failing == {"(96x64x160) float32", "(100x129x70) float32"}
+    assert failing == TMA - {"(1x1x1) float32"}
     assert "outside the tolerance" in results["(96x64x160) float32"][1]
+    assert "The grader also launches your `_matmul_tma_kernel` itself" in results["(33x17x45) float32"][1]
 
 
 def test_a_matmul_tma_handed_to_the_pointer_kernel_earns_nothing_of_the_bonus() -> None:
@@ -74,10 +76,19 @@ def test_a_matmul_tma_handed_to_the_pointer_kernel_earns_nothing_of_the_bonus() 
 
 def test_a_descriptor_kernel_run_on_a_decoy_does_not_count() -> None:
     results = cases(graded(sub("wrong_tma_decoy_launch")), "tiling.tma")
-    # its decoy descriptors span 16 x 16 elements: only the (1x1x1) case has an output that small
-    failing = {name for name, (status, _) in results.items() if status != "passed"}
-    assert failing == TMA - {"(1x1x1) float32"}
-    assert all("did not launch `_matmul_tma_kernel`" in results[name][1] for name in failing)
+    # its decoy descriptors span 16 x 16 elements: only the (1x1x1) case has an output that small, and there the
+    # grader's own launch of the kernel fails (the decoy kernel has not the given signature)
+    assert all(status == "failed" for status, _ in results.values())
+    assert all("did not launch `_matmul_tma_kernel`" in message for name, (_, message) in results.items() if name != "(1x1x1) float32")
+    assert "The grader also launches your `_matmul_tma_kernel` itself" in results["(1x1x1) float32"][1]
+
+
+def test_a_wrong_tma_kernel_hidden_behind_a_decoy_as_large_as_the_product_fails() -> None:
+    r = graded(sub("wrong_tma_full_size_decoy"))
+    assert all(status == "passed" for status, _ in cases(r).values())  # task 1's kernel is right
+    for status, message in cases(r, "tiling.tma").values():  # every answer right, from the pointer kernel
+        assert status == "failed" and "The grader also launches your `_matmul_tma_kernel` itself" in message, message
+        assert "its result was wrong" in message
 
 
 def test_a_kernels_py_without_matmul_tma_loses_only_the_bonus_with_a_sentence() -> None:

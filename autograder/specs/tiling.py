@@ -90,6 +90,39 @@ def speed_tma(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tens
     return call_tma(module, inputs, params)["c"]
 
 
+# The grader's own launch of the bonus's kernel (Part.kernel_probe), in the replayer on the replay's inputs: the given
+# launcher's conventions (rows padded to 16 bytes for the descriptors, c stored in (BLOCK_M, BLOCK_N // 2) halves), a
+# non-square tile of the grader's (block_m, block_n, block_k, num_stages, num_warps) and programs that take two tiles
+# each, so that a kernel that is right only for the launcher's own tile or grid fails too, and one launched on a decoy
+# beside another kernel's answer is graded on what it computes itself.
+# The GPU tiles keep under 48 KB of shared memory (two stages and half a tile of c), which every GPU gives a block.
+PROBE_TILES = {"cpu": (16, 32, 16, 3, 4), "16-bit": (64, 128, 32, 2, 4), "float32": (32, 64, 32, 2, 4)}
+
+
+def probe_tma(kernel: object, inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    a, b = inputs["a"], inputs["b"]  # (M, K), (K, N)
+    m, k = a.shape
+    n = b.shape[1]
+    key = "cpu" if device.type == "cpu" else "float32" if a.dtype == torch.float32 else "16-bit"
+    bm, bn, bk, stages, warps = PROBE_TILES[key]
+    multiple = 16 // a.element_size()  # elements in 16 bytes
+    kp, np_ = -(-k // multiple) * multiple, -(-n // multiple) * multiple
+    a_p = torch.zeros((m, kp), dtype=a.dtype, device=device)  # (M, Kp): zeros past K add nothing
+    a_p[:, :k] = a
+    b_p = torch.zeros((kp, np_), dtype=b.dtype, device=device)  # (Kp, Np)
+    b_p[:k, :n] = b
+    c_p = torch.empty((m, np_), dtype=a.dtype, device=device)  # (M, Np)
+    tiles = -(-m // bm) * -(-np_ // bn)
+    kernel[(-(-tiles // 2),)](
+        TensorDescriptor.from_tensor(a_p, [bm, bk]), TensorDescriptor.from_tensor(b_p, [bk, bn]),
+        TensorDescriptor.from_tensor(c_p, [bm, bn // 2]), m, np_, kp,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=2, num_stages=stages, num_warps=warps,
+    )  # fmt: skip
+    return {"c": c_p[:, :n].contiguous()}
+
+
 def bytes_moved(params: Params) -> int:
     """Read a and b once, write c once."""
     m, k, n = params["shape"]
@@ -240,6 +273,7 @@ ASSIGNMENT = Assignment(
             cases=_cases(TMA_CPU_CASES, GPU_CASES),
             tolerances=TOLERANCES,
             launches_with_descriptors="_matmul_tma_kernel",
+            kernel_probe=probe_tma,
         ),
     ],
     speed=SPEED,
