@@ -239,24 +239,19 @@ def _replay_verdict(part: Part, params: dict, reply: dict, reference: dict[str, 
             "Your call's launches failed when the grader replayed them on new inputs of the same shapes: "
             f"{reply.get('message', '')}"
         )
-    outputs = _load_outputs(reply.get("outputs", {}))
-    dtype = DTYPES[params["dtype"]]
-    for name, ref in reference.items():
-        out = outputs.get(name)
-        problem = check_meta(name, out, tuple(ref.shape), dtype, "cpu")
-        verdict = compare(name, out.to(ref.device), ref, part.tolerance(params)) if not problem else None
-        if problem or not verdict.ok:
-            hint = (
-                f" Your call read {reads} value(s) from tensors into Python (.item()): launches that depend on input "
-                "values are not the same on new inputs." if reads else ""
-            )
-            return False, (
-                "Your call's output was right, but the launches it made, replayed by the grader on new inputs of the "
-                "same shapes (in a process that runs only your kernels and allowed PyTorch ops), did not produce the "
-                f"right answer: {problem or verdict.message} So the answer did not come from your kernels: it was "
-                "computed outside them (PyTorch or Python the record does not show), or read from memory filled "
-                "before the call." + hint
-            )
+    wrong = _wrong_output(part, params, _load_outputs(reply.get("outputs", {})), reference)
+    if wrong:
+        hint = (
+            f" Your call read {reads} value(s) from tensors into Python (.item()): launches that depend on input "
+            "values are not the same on new inputs." if reads else ""
+        )
+        return False, (
+            "Your call's output was right, but the launches it made, replayed by the grader on new inputs of the "
+            "same shapes (in a process that runs only your kernels and allowed PyTorch ops), did not produce the "
+            f"right answer: {wrong} So the answer did not come from your kernels: it was "
+            "computed outside them (PyTorch or Python the record does not show), or read from memory filled "
+            "before the call." + hint
+        )
     if part.kernel_probe is not None:
         return _probe_verdict(part, params, reply.get("probe"), reference)
     return True, ""
@@ -273,20 +268,27 @@ def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, to
     )
     if not isinstance(probe, dict):
         return False, lead + "the grader received no result from that launch."
-    if "error" in probe:
+    if isinstance(probe.get("error"), str):
         return False, lead + f"that launch failed: {probe['error']} Keep the kernel's given signature."
-    outputs = _load_outputs(probe)
-    dtype = DTYPES[params["dtype"]]
-    for out_name, ref in reference.items():
-        out = outputs.get(out_name)
-        problem = check_meta(out_name, out, tuple(ref.shape), dtype, "cpu")
-        verdict = compare(out_name, out.to(ref.device), ref, part.tolerance(params)) if not problem else None
-        if problem or not verdict.ok:
-            return False, lead + (
-                f"its result was wrong: {problem or verdict.message} Your call's own answer was right, so it did not "
-                f"come from `{name}` alone: make the kernel right for any tile and any number of programs."
-            )
+    wrong = _wrong_output(part, params, _load_outputs(probe), reference)
+    if wrong:
+        return False, lead + (
+            f"its result was wrong: {wrong} Your call's own answer was right, so it did not come from `{name}` "
+            "alone: make the kernel right for any tile and any number of programs."
+        )
     return True, ""
+
+
+def _wrong_output(part: Part, params: dict, outputs: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> str:
+    """The first output missing, misshapen or outside the part's tolerance against the reference, as a sentence; ''."""
+    dtype = DTYPES[params["dtype"]]
+    for name, ref in reference.items():
+        out = outputs.get(name)
+        problem = check_meta(name, out, tuple(ref.shape), dtype, "cpu")
+        verdict = compare(name, out.to(ref.device), ref, part.tolerance(params)) if not problem else None
+        if problem or not verdict.ok:
+            return problem or verdict.message
+    return ""
 
 
 @dataclass
