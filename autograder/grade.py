@@ -317,7 +317,9 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
         result = job.result
         waited = time.perf_counter()  # the replay ran while the worker worked: only the wait for it counts
         try:
-            reply = replayer.collect(job.request_id, limits.current, f"replaying {result.name}")
+            what = f"replaying {result.name}" + (
+                f" and launching your {part.launches_with_descriptors} on it with the grader's tile" if part.kernel_probe else "")
+            reply = replayer.collect(job.request_id, limits.current, what)
         except WorkerLost as lost:
             result.status, result.score = ("timeout" if str(lost).startswith("Timed out") else "error"), 0.0
             result.message = str(lost)
