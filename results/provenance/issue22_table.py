@@ -241,6 +241,10 @@ def main() -> None:
               "1024x128256 bf16 against the solution's 87.5%, `results/h100/softmax_reread.md`), and decode attention "
               "merging the splits in the last split program instead of a dependent combine launch (1-4% slower, "
               "`results/h100/decode_last_combine_probe.md`).",
+              "- Flash attention forward, two of FlashAttention-4's tricks in the solution's inner loop (H100, 2026-12-06, "
+              "sixth session; `results/h100/flash_lazy_probe.md`): lazy rescaling, one branch a block, 0.78-0.93x the "
+              "solution; a quarter of the exponentials by a cubic on the FMA pipe, 0.94-1.00x up to 8192 tokens and "
+              "1.02-1.04x at 16384; half of them, 0.87-0.97x. Not adopted: lecture 08, section 12.",
               "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
