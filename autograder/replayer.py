@@ -30,6 +30,8 @@ from autograder.lifecycle import refuse_ptrace, watch_lifeline
 GPU_MEMORY_FRACTION = 0.5  # the worker (0.75) and the grader's references share the GPU with it
 HOST_MEMORY_BUDGET = 16 << 30  # address space the replayer may add to what it holds after its imports
 CHECKED_OUTPUT_BUDGET = 8 << 30  # bytes of kept timed outputs left on the GPU; the rest wait in host memory
+# Bytes of carried constants (a lookup table, say) that a part with Part.setup_allowance may read beyond its allowance.
+STATE_SLACK = 256
 
 
 class _Replayer:
@@ -81,6 +83,9 @@ class _Replayer:
             outputs = replay.run(replay.bind(inputs))
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
+            state = self._state_problem(part, request, outputs)
+            if state:
+                return {"status": "refused", "message": state}
             probe = self._probe(part, inputs, params) if part.kernel_probe is not None else None
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
@@ -93,6 +98,49 @@ class _Replayer:
         if probe is not None:
             reply["probe"] = probe
         return reply
+
+    def _state_problem(self, part: Any, request: dict, outputs: dict | None = None, seed: int | None = None) -> str:
+        """For a part whose replay keeps some inputs (Part.setup_allowance): '' if what setup returned plus the nonzero
+        memory the tape carried from before the call fit the allowance, or if that carried memory does not change the
+        result (a workspace overwritten before it is read); else the sentence. `outputs`: the replay's outputs on the
+        inputs of request["seed"] (or of `seed`), when they have been computed already."""
+        if part.setup_allowance is None:
+            return ""
+        torch = self.torch
+        tape = request["tape"]
+        carried = {sid: t for sid, t in tape.get("carried", {}).items() if bool(t.any())}
+        held = sum(int(t.numel()) * t.element_size() for t in request.get("prepared", {}).values())
+        params = request["params"]
+        seed = request["seed"] if seed is None else seed
+
+        def inputs() -> dict:
+            made = part.inputs(params, seed, self.device, request.get("fixed_seed"))
+            made.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
+            return made
+
+        allowed = part.setup_allowance(inputs()) + STATE_SLACK
+        extra = sum(int(t.numel()) * t.element_size() for t in carried.values())
+        if held + extra <= allowed:
+            return ""
+        if outputs is None:
+            plain = self.replay(tape)
+            outputs = plain.run(plain.bind(inputs()))
+        blank = self.replay({**tape, "carried": {sid: torch.zeros_like(t) if sid in carried else t
+                                                  for sid, t in tape["carried"].items()}})
+        without = blank.run(blank.bind(inputs()))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        if not _differ(outputs, without):
+            return ""
+        besides = f", besides the {held:,} bytes your setup step returned" if held else ""
+        return (
+            f"Your call read {extra:,} bytes of memory kept from before it (a module-level buffer, or state your "
+            f"setup step kept) that change its result{besides}. The weights "
+            "stay the same from call to call, so such state could hold them dequantized: together the two may hold "
+            f"at most {allowed - STATE_SLACK:,} bytes derived from the weights (the packed weights plus twice the "
+            "scales, room to re-arrange them). Decode the weights in your kernel on every call; return a re-arranged "
+            "layout from the setup step (prepare())."
+        )
 
     def _probe(self, part: Any, inputs: dict, params: dict) -> dict:
         """The part's kernel launched by the grader itself (Part.kernel_probe) on the same inputs: its outputs, or
@@ -167,8 +215,13 @@ class _Replayer:
         kept: dict[int, Any] = {}
         try:
             replay = self.replay(request["tape"])
+            state = self._state_problem(part, request, seed=request["seeds"][0])
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001  (the timing would meet the same failure)
+            return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
+        if state:
+            return {"status": "refused", "message": state}
         baseline_extra: dict = {}
 
         def make(seed: int) -> dict:
@@ -231,6 +284,26 @@ class _Replayer:
             current.clear()
         return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "kernels": kernels,
                 "outputs": {str(r): t for r, t in kept.items()}}
+
+
+def _differ(a: dict, b: dict) -> bool:
+    """Whether two replays' outputs differ by more than rounding: 1e-3 of the largest magnitude, NaN counting as a
+    difference (a split launch that adds its partials in another order on each run stays the same)."""
+    import torch
+
+    for key, x in a.items():
+        if type(x) is not torch.Tensor:
+            continue
+        y = b.get(key)
+        if type(y) is not torch.Tensor or x.shape != y.shape:
+            return True
+        if torch.equal(x, y):
+            continue
+        x, y = x.double(), y.double()
+        gap = (x - y).abs().nan_to_num(float("inf")).max().item() if x.numel() else 0.0
+        if gap > 1e-3 * x.abs().nan_to_num(0.0).max().item():
+            return True
+    return False
 
 
 def _first_lines(text: str, n: int = 6) -> str:

@@ -63,6 +63,12 @@ class Part:
     # from the worker's own inputs, so that what setup prepared from them still holds; all other inputs are
     # new. They must not determine the answer on their own (the activations are never among them).
     setup_reads: tuple[str, ...] = ()
+    # With setup_reads: the bytes of state that may be derived from those kept inputs, a function of the inputs (a
+    # quantized matmul's packed weights plus twice its scales: room to re-arrange them, not to widen them). Checked
+    # in the replayer on every replayed and timed call: what setup returned plus the nonzero memory the call carried
+    # from before it (module-level buffers, state kept by setup) may not exceed it. Without the check, setup could
+    # keep a dequantized copy of the weights in a module-level buffer, which the replay, keeping the weights, keeps too.
+    setup_allowance: Callable[[Tensors], int] | None = None
     # A kernel of kernels.py that the graded call (and the timed one) must launch, given tensor descriptors: a part
     # that asks for a particular kernel (the tiling TMA bonus) is not earned by handing its call to another part's
     # kernel, which computes the same product. "" for parts that ask only for a result.

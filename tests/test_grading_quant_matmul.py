@@ -36,7 +36,8 @@ def cases(result: AssignmentResult, task: str) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize("path", [REPO_ROOT / "solutions" / "quant_matmul" / "kernels.py", sub("correct_minimal"),
-                                  sub("correct_prepared")], ids=["solution", "correct_minimal", "correct_prepared"])
+                                  sub("correct_prepared"), sub("correct_kept_workspace")],
+                         ids=["solution", "correct_minimal", "correct_prepared", "correct_kept_workspace"])
 def test_honest_submissions_score_full_points(path: Path) -> None:
     r = graded(path)
     assert r.score(False) == pytest.approx(70.0) and r.max_score(False) == pytest.approx(70.0), \
@@ -62,6 +63,7 @@ WRONG = {
                                        "float32 M=4 K=130 N=33"}, "outside the tolerance"),
     "wrong_dequantize_then_torch_matmul": (W4, "all", "The graded call computed with PyTorch (aten.mm"),
     "wrong_prepare_dequantizes": (W4, "all", "a prepared layout may re-arrange the 4-bit weights, not dequantize"),
+    "wrong_dequantized_stash": (W4, "all", "memory kept from before it (a module-level buffer, or state your setup step kept)"),
 }
 
 

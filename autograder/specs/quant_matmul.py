@@ -118,6 +118,13 @@ def reference_w4(inputs: Tensors, params: Params) -> Tensors:
 # --------------------------------------------------------------------------------------------------
 
 
+def w4_state_allowance(inputs: Tensors) -> int:
+    """The bytes of state a W4A16 submission may derive from the weights, which stay the same from call to call: what
+    prepare() returns, and the nonzero memory a call carries from before it (Part.setup_allowance): the packed weights
+    plus twice the scales, room for a re-arranged layout, not for dequantized weights."""
+    return inputs["w_packed"].nbytes + 2 * inputs["scales"].nbytes
+
+
 def setup_w4(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
     """Run the submission's prepare(), if it has one, and keep what it returns for the graded call."""
     prepare = getattr(module, "prepare", None)
@@ -131,7 +138,7 @@ def setup_w4(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
             "prepare() must return a dict of tensors (or None to use w_packed as it is); "
             f"it returned {type(prepared).__name__}."
         )
-    allowed = inputs["w_packed"].nbytes + 2 * inputs["scales"].nbytes
+    allowed = w4_state_allowance(inputs)
     held = sum(v.nbytes for v in prepared.values())
     if held > allowed:
         raise ValueError(
@@ -306,7 +313,8 @@ ASSIGNMENT = Assignment(
         Part(W8, "W8A16: int8 weights, per-channel scales", 30, make_w8_inputs, call_w8, reference_w8,
              _cases(CPU_W8, GPU_W8), TOLERANCES),
         Part(W4, "W4A16: packed 4-bit weights, group-wise scales", 40, make_w4_inputs, call_w4, reference_w4,
-             _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4, setup_reads=("w_packed", "scales")),
+             _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4, setup_reads=("w_packed", "scales"),
+             setup_allowance=w4_state_allowance),
     ],  # fmt: skip
     speed=[
         # Full points sit 12-23% below the reference solution's speed-up in five gradings on an H200, and
