@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--jobs", type=int, metavar="N", help="gradings whose correctness cases run at once (default: one "
                    "per CPU core, as many as the GPU's memory holds; on a GPU, spare cores share an assignment's parts "
                    "among several gradings of it); speed cases are timed afterwards, one at a time")
-    g.add_argument("--seed", type=int, help="fix the input seeds (for reproducing a run; grading draws fresh ones by default)")
+    g.add_argument("--seed", type=int, help="fix the seeds of the inputs your call sees (for reproducing a run; grading draws fresh ones by default); the inputs of the grader's replays and timed calls stay secret")
     g.add_argument("--timeout", type=float, help="seconds allowed per case (default 120 on a CPU, 180 on a GPU); after a "
                    "case runs out of time the rest of its part is not run, and later cases get a quarter of it")
     g.add_argument("--reps", type=int, default=50, help="timed calls per speed case (GPU)")

@@ -108,11 +108,20 @@ class Selection:
         return chosen[: self.max_speed_cases] if self.max_speed_cases is not None else chosen
 
 
-class Seeds:
-    """Per-case seeds: unpredictable by default; a fixed base (the repo's own tests) makes runs repeatable."""
+# Set by the repo's own tests (tests/conftest.py): with a fixed base, replays' seeds follow from it too, so that a
+# wrong submission fails the same cases on every run. Grading, --seed or not, leaves it unset.
+REPRODUCIBLE_REPLAYS_ENV = "AUTOGRADER_REPRODUCIBLE_REPLAYS"
 
-    def __init__(self, base: int | None) -> None:
+
+class Seeds:
+    """Per-case seeds: unpredictable by default; a fixed base makes the worker's inputs repeatable (--seed), and,
+    for the repo's own tests and the mutation runs (`reproducible_replays`), the replays' too."""
+
+    def __init__(self, base: int | None, reproducible_replays: bool | None = None) -> None:
         self.base = base
+        if reproducible_replays is None:
+            reproducible_replays = os.environ.get(REPRODUCIBLE_REPLAYS_ENV) == "1"
+        self.reproducible_replays = reproducible_replays
         self.count = 0
         self.replays = 0  # its own count: a case's seed does not depend on how many replays came before
 
@@ -123,10 +132,11 @@ class Seeds:
         return (self.base * 1_000_003 + self.count * 7919) % (1 << 62)
 
     def replay(self) -> int:
-        """A seed for the inputs a case's replay runs on, which the worker never sees: secret in grading; with a
-        fixed base (the repo's own tests, whose wrong submissions must fail the same cases on every run) a hash
-        of the base that the worker cannot compute from its own seeds without knowing the base."""
-        if self.base is None:
+        """A seed for the inputs a case's replay runs on, which the worker never sees: secret in grading, --seed
+        or not (the base is on the grader's command line, and the worker's seeds give it away); only with
+        reproducible replays (the repo's own tests, whose wrong submissions must fail the same cases on every run)
+        a hash of the base."""
+        if self.base is None or not self.reproducible_replays:
             return Seeds.secret()
         self.replays += 1
         digest = hashlib.sha256(f"replay:{self.base}:{self.replays}".encode()).digest()

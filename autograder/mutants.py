@@ -145,7 +145,7 @@ def grade_mutant(slug: str, source: str, mutant: Mutant, order: CaseOrder, seed:
                 worker.import_error = f"kernels.py could not be imported. {lost}"
             for part, case in order.ordered(first):
                 key = case_key(part, case)
-                seeds = Seeds(_case_seed(seed, key))
+                seeds = Seeds(_case_seed(seed, key), reproducible_replays=True)  # a kill must repeat
                 result = _correctness(spec, part, [case], "cpu", worker, replayer, device, seeds, Limits(timeout),
                                       lambda s: None)[0]
                 if result.status != "passed":

@@ -14,6 +14,7 @@ if not torch.cuda.is_available():
 # anything, so the notebook kernels nbval starts for solutions/notebooks/ inherit it too, in `make test`;
 # the student notebooks' test turns it off.
 os.environ.setdefault("COURSE_STRICT_EXERCISES", "1")
+os.environ.setdefault("AUTOGRADER_REPRODUCIBLE_REPLAYS", "1")  # replays follow SEED too (autograder.grade.Seeds)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = REPO_ROOT / "tests" / "submissions"
