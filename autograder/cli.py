@@ -162,6 +162,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.grade import AssignmentResult
     from autograder.hints import describe, used
     from autograder.report import grading_header, print_result, write_json
+    from autograder.runner import end_every_child, guard_the_grader
 
     console = _console()
     err = _console(stderr=True)
@@ -194,13 +195,16 @@ def cmd_grade(args: argparse.Namespace) -> int:
     phases = Phases()
     start = time.perf_counter()
     jobs = args.jobs or jobs_for(list(files), device)
+    guard_the_grader()
     try:
         with err.status("grading") if err.is_terminal else contextlib.nullcontext() as status:
             results = grade_assignments(files, device, jobs, args.seed, args.timeout, args.reps, progress, selection,
                                         done, phases)  # fmt: skip
     except KeyboardInterrupt:
+        end_every_child()
         err.print("Grading stopped: no grade was written.")
         return 130
+    end_every_child()  # nothing a submission started may outlive the grading and rewrite what is written below
     total = sum(r.score(False) for r in results)
     most = sum(r.max_score(False) for r in results)
     bonus = sum(r.score(True) for r in results)

@@ -100,13 +100,16 @@ def run_autograder(root: Path, slugs: list[str]) -> int:
     from autograder.concurrent import grade_assignments
     from autograder.grade import AssignmentResult, CaseResult
     from autograder.report import write_json
+    from autograder.runner import end_every_child, guard_the_grader
     from autograder.specs import load_spec
 
     results_path = root / "results" / "results.json"
     files = find_submission(root / "submission", slugs)
     found = [slug for slug in slugs if slug in files]
+    guard_the_grader()
     graded = dict(zip(found, grade_assignments({slug: files[slug] for slug in found}, "cpu",
                                                progress=lambda slug: lambda s: print(s, flush=True))))  # fmt: skip
+    end_every_child()  # nothing a submission started may outlive the grading and rewrite results.json
     results = []
     for slug in slugs:
         if slug in graded:

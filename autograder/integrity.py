@@ -54,6 +54,9 @@ REFUSED_EVENTS: dict[str, str] = {
     "ctypes.call_function": "called native code with ctypes",
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+# Audit events that make code objects. Code named after a file of PyTorch, Triton, NumPy or the grader would pass
+# for theirs in every check here (which trust those files), so the submission may not make such code.
+_CODE_EVENTS = ("compile", "code.__new__")
 # Setting these swaps what a function or object is; __defaults__ is left out (namedtuple sets it), a
 # swapped default of a function the grader relies on shows in the snapshot instead.
 _SWAPPED_ATTRIBUTES = {"__code__", "__class__", "__closure__", "__globals__"}
@@ -72,6 +75,21 @@ _MODE_ESCAPES = [
 # Tensor methods that read a tensor's data into Python or NumPy, where no recorder sees what is done
 # with it: a graded call that uses them computes (part of) the answer outside its Triton kernels.
 HOST_READS = ("numpy", "tolist", "__array__")
+
+
+def _library_write_dirs() -> tuple[str, ...]:
+    """Where PyTorch's and Triton's machinery writes while a submission's call is on the stack: Triton's cache,
+    dump and override directories (compiling a kernel), and the temporary directory (its compilers' files)."""
+    import tempfile
+
+    dirs = [tempfile.gettempdir()]
+    try:
+        from triton import knobs
+
+        dirs += [knobs.cache.dir, knobs.cache.dump_dir, knobs.cache.override_dir]
+    except (ImportError, AttributeError):  # pragma: no cover - an older Triton: its default cache
+        dirs.append(os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton"))
+    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
 
 
 def _package_dir(name: str) -> str | None:
@@ -119,6 +137,36 @@ class Guard:
             frame = frame.f_back
         return None
 
+    def direct_caller(self, depth: int = 2) -> str | None:
+        """'kernels.py line N' when the frame that raised the event is the submission's own, else None."""
+        frame = sys._getframe(depth)
+        if frame.f_code.co_filename.startswith("<") or self._realpath(frame.f_code.co_filename) != self.submission_file:
+            return None
+        return f"kernels.py line {frame.f_lineno}"
+
+    def submission_on_stack(self, depth: int = 2) -> str | None:
+        """'kernels.py line N' for the innermost frame of the submission's file anywhere on the stack, trusted frames
+        in between or not: for what no library does on its own behalf (writing outside its caches)."""
+        frame = sys._getframe(depth)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not filename.startswith("<") and self._realpath(filename) == self.submission_file:
+                return f"kernels.py line {frame.f_lineno}"
+            frame = frame.f_back
+        return None
+
+    def _writable(self, target: Any) -> bool:
+        """Whether a write to `target` (a path, or a file descriptor) is one a library makes while the submission's
+        code is on the stack: Triton's cache, dumps and overrides, the temporary directory (Triton's compilers'
+        files), /dev/null, or a descriptor already open."""
+        if isinstance(target, int):
+            return True
+        try:
+            path = os.path.realpath(os.fsdecode(target))
+        except (TypeError, ValueError):
+            return False
+        return path == os.devnull or (path + os.sep).startswith(self._write_dirs)  # a directory itself: O_TMPFILE
+
     def refuse(self, what: str, where: str) -> None:
         sentence = (
             f"Your code {what} ({where}). A submission may only compute with its own Triton kernels: "
@@ -139,6 +187,7 @@ class Guard:
         trusted = [_package_dir(n) for n in ("torch", "triton", "numpy", "course")]
         trusted.append(os.path.realpath(os.path.dirname(__file__)) + os.sep)  # the grader's own code
         self._trusted = tuple(t for t in trusted if t)
+        self._write_dirs = _library_write_dirs()
         self._wrap_thread_starts()
         self._wrap_mode_escapes()
         self._wrap_host_reads()
@@ -153,11 +202,32 @@ class Guard:
             )
             if not writing:
                 return
-            where = self.culprit()
+            # Its own open, or a library's (numpy.savetxt, torch.save ...) called from its code to write elsewhere
+            # than the libraries' own caches: a file written for the submission is the submission's doing.
+            where = self.culprit() or (None if self._writable(args[0]) else self.submission_on_stack())
             if where:
                 self.refuse(f"opened {args[0]!r} for writing", where)
                 raise PermissionError(f"the autograder refuses to let a submission write {args[0]!r}")
             return
+        if event in _CODE_EVENTS or event == "marshal.loads":
+            # Made by the submission's own line (not by the import system loading a library's module for it):
+            # compile() or a code object under a trusted file's name, or code objects from marshal's bytes.
+            where = self.direct_caller()
+            if not where:
+                return
+            if event == "marshal.loads":
+                what = "loaded code objects with marshal"
+            else:
+                filename = args[1] if len(args) > 1 else None
+                try:
+                    path = os.path.realpath(os.fsdecode(filename)) if filename is not None else ""
+                except (TypeError, ValueError):
+                    path = ""
+                if not path.startswith(self._trusted):
+                    return
+                what = f"made code that claims to come from {os.fsdecode(filename)!r}"
+            self.refuse(what, where)
+            raise PermissionError("the autograder refuses to let a submission make code named after another file")
         if event == "object.__setattr__":
             if len(args) >= 2 and args[1] in _SWAPPED_ATTRIBUTES and not isinstance(args[0], type):
                 where = self.culprit()

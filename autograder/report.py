@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -126,4 +128,9 @@ def gradescope_json(results: list[AssignmentResult], header: str = "",
 def write_json(path: Path, results: list[AssignmentResult], header: str = "",
                hints: dict[str, list[int]] | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(gradescope_json(results, header, hints), indent=2) + "\n")
+    # A new file moved into place: a link or a file left at `path` beforehand is replaced, never written through.
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(gradescope_json(results, header, hints), indent=2) + "\n")
+    os.chmod(temp, 0o644)
+    os.replace(temp, path)

@@ -154,6 +154,26 @@ def _close_zygotes() -> None:
         z.close()
 
 
+def guard_the_grader() -> None:
+    """Before a grading's first child starts: the grader adopts the orphans of its descendants (a process a
+    submission detaches from its worker then stays the grader's to end) and refuses ptrace and /proc reads of its
+    memory to other processes of its user, as the zygote and the replayer do."""
+    from autograder.lifecycle import adopt_orphans, refuse_ptrace
+
+    adopt_orphans()
+    refuse_ptrace()
+
+
+def end_every_child() -> int:
+    """After a grading, before its results are written: the zygotes closed, then every other child of the grader
+    ended (after guard_the_grader, whatever a submission detached is among them), so that nothing a submission
+    started can rewrite the results. Returns how many were ended besides the zygotes."""
+    from autograder.lifecycle import end_children
+
+    _close_zygotes()
+    return end_children()
+
+
 # --------------------------------------------------------------------------------------------------
 # One child process
 # --------------------------------------------------------------------------------------------------

@@ -125,6 +125,8 @@ CHEAT_RESULTS = {
     "sys_modules_tamper": ("case", "failed", "computed with PyTorch"),
     "patch_timers": ("case", "failed", "which the grader relies on"),
     "swap_code": ("case", "error", "replaced `__code__` of synchronize"),
+    "forged_code_name": ("case", "error", "made code that claims to come from"),
+    "library_write": ("case", "error", ".autograder_forged_by_a_submission' for writing"),
     "endless_loop": ("case", "timeout", "took longer than 3 s"),
     "huge_allocation": ("case", "error", "tried to allocate 4.0"),  # "4.0 TiB" on a CPU, "4.00 TiB" from CUDA
     "segfault": ("case", "error", "crashed with SIGSEGV"),
@@ -313,6 +315,44 @@ def test_fake_results_are_neither_printed_nor_written(cheat_root: Path, tmp_path
     assert data["score"] == 0
     messages = [t["output"] for t in data["tests"]]
     assert all(f"opened {str(out)!r} for writing" in m for m in messages), messages
+
+
+@pytest.mark.skipif("rmsnorm" not in SLUGS or not sys.platform.startswith("linux"), reason="no rmsnorm spec; Linux only")
+def test_a_process_left_behind_cannot_rewrite_the_results(tmp_path: Path) -> None:
+    # Started through torch.multiprocessing in a new session, it outlives the worker and waits to rewrite the
+    # results at full marks (it did, before the grader ended every process left before writing them).
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "rmsnorm", "--submission",
+         str(SUBMISSIONS / "rmsnorm" / "cheat_outlives_the_grading.py"), "--device", "cpu", "--seed", str(SEED),
+         "--json", str(out), "--skip-doctor", "--max-cases", "1"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    time.sleep(3.0)  # the rewriter polls every 50 ms
+    assert json.loads(out.read_text())["score"] == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+def test_a_detached_grandchild_is_adopted_and_ended() -> None:
+    # A child that double-forks a sleeper in a new session and exits: the sleeper becomes the process's child
+    # (adopt_orphans), and end_children ends it.
+    script = (
+        "import os, sys, time\n"
+        "from autograder.lifecycle import adopt_orphans, end_children, _children\n"
+        "assert adopt_orphans()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.5)\n"
+        "os.waitpid(-1, 0)\n"
+        "left = _children()\n"
+        "print(len(left), end_children(), _children())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["1", "1", "[]"], (proc.stdout, proc.stderr)
 
 
 # --------------------------------------------------------------------------------------------------
