@@ -92,11 +92,14 @@ def _children() -> list[int]:
     return found
 
 
-def end_children(passes: int = 50) -> int:
+def end_children(passes: int = 50, wait: float = 10.0) -> int:
     """SIGKILL every child of this process and reap it, pass after pass, until none is left (the orphans of each
     one killed are adopted next, after adopt_orphans): what a submission left running cannot outlive the grading
-    and touch its results. Returns how many were ended."""
-    ended = 0
+    and touch its results. A killed process still in the kernel (a GPU driver call) is waited for up to `wait`
+    seconds in all; it can no longer run any code of its own. Returns how many were ended."""
+    import time
+
+    ended, deadline = 0, time.monotonic() + wait
     for _ in range(passes):
         children = _children()
         if not children:
@@ -107,10 +110,15 @@ def end_children(passes: int = 50) -> int:
                 ended += 1
             except ProcessLookupError:
                 pass
-        for pid in children:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:  # not ours to wait for (already reaped by a Popen, say)
-                pass
+        left = set(children)
+        while left and time.monotonic() < deadline:
+            for pid in list(left):
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        left.discard(pid)
+                except ChildProcessError:  # not ours to wait for (already reaped by a Popen, say)
+                    left.discard(pid)
+            if left:
+                time.sleep(0.01)
     return ended
 
