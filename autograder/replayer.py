@@ -133,13 +133,14 @@ class _Replayer:
         if not _differ(outputs, without):
             return ""
         besides = f", besides the {held:,} bytes your setup step returned" if held else ""
+        kept = ", ".join(f"`{name}`" for name in part.setup_reads)
         return (
             f"Your call read {extra:,} bytes of memory kept from before it (a module-level buffer, or state your "
-            f"setup step kept) that change its result{besides}. The weights "
-            "stay the same from call to call, so such state could hold them dequantized: together the two may hold "
-            f"at most {allowed - STATE_SLACK:,} bytes derived from the weights (the packed weights plus twice the "
-            "scales, room to re-arrange them). Decode the weights in your kernel on every call; return a re-arranged "
-            "layout from the setup step (prepare())."
+            f"setup step kept) that change its result{besides}. {kept} stay the same from call to call, so such "
+            f"state could hold what is computed from them (the weights dequantized): together the two may hold at "
+            f"most {allowed - STATE_SLACK:,} bytes derived from them, room to re-arrange them, not to widen them. "
+            "Compute from them in your kernel on every call, and return a re-arranged layout from the setup step "
+            "(prepare())."
         )
 
     def _probe(self, part: Any, inputs: dict, params: dict) -> dict:

@@ -460,3 +460,15 @@ def test_a_device_to_host_copy_is_refused() -> None:
     watch.saw_op("aten._to_copy.default", (Fake("cuda"),), Fake("cpu"))
     watch.saw_op("aten.copy_.default", (Fake("cuda"), Fake("cpu")), None)  # host to device: fine
     assert watch.forbidden == ["a copy from the GPU to the CPU (.cpu(), .to('cpu'), .tolist())"]
+
+
+def test_a_library_write_for_the_submission_may_go_to_caches_and_temporary_files_only(tmp_path: Path) -> None:
+    from autograder.integrity import Guard
+
+    guard = Guard(str(tmp_path / "kernels.py"))
+    venv_torch = str(tmp_path / "venv" / "torch") + os.sep  # a venv under the temporary directory, as in CI's clone
+    guard._trusted, guard._write_dirs = (venv_torch,), (str(tmp_path) + os.sep, "/cache/triton" + os.sep)
+    assert guard._writable(tmp_path / "scratch.bin") and guard._writable("/cache/triton/abc/kernel.cubin")
+    assert guard._writable(str(tmp_path)) and guard._writable(3) and guard._writable(os.devnull)
+    assert not guard._writable(venv_torch + "evil.py")  # a trusted file, even inside an allowed directory
+    assert not guard._writable("/etc/results.json") and not guard._writable(os.path.expanduser("~/x.py"))
