@@ -372,6 +372,24 @@ def notebook(nn: str, slug: str) -> str:
         ("code", "g = torch.Generator().manual_seed(0)\nx = torch.randn(4, 100, generator=g).to(DEVICE)\n"
                  "scale, shift = torch.randn(100, generator=g).to(DEVICE), torch.randn(100, generator=g).to(DEVICE)\n"
                  "y = x * scale + shift\nprint(tuple(y.shape))"),
+        ("markdown", "(Exercises: at least two, each followed by its check, none of them the graded kernel. These two are "
+                     "placeholders to replace.) **Exercise 1.** The operation in PyTorch, broadcasting over the rows."),
+        ("code", "def scale_shift_rows(x, scale, shift):\n"
+                 f"    ### BEGIN SOLUTION ex{nn}.eager\n"
+                 "    #> x (..., C); scale and shift (C,), broadcast over the rows.\n"
+                 "    return x * scale + shift\n"
+                 "    ### END SOLUTION"),
+        ("code", "from course.exercises import case, check as check_exercise\n\n"
+                 f"check_exercise(\"ex{nn}.eager\", scale_shift_rows, lambda x, s, b: x * s + b,\n"
+                 "               [case(torch.randn(r, c), torch.randn(c), torch.randn(c)) for r, c in [(1, 1), (3, 100), (5, 129)]])"),
+        ("markdown", "**Exercise 2.** The least traffic the operation needs: x read and y written once, scale and shift read once."),
+        ("code", "def bytes_moved(n_rows, n_cols, element_size):\n"
+                 f"    ### BEGIN SOLUTION ex{nn}.bytes\n"
+                 "    #> Count the elements read and written, times their size.\n"
+                 "    return (2 * n_rows * n_cols + 2 * n_cols) * element_size\n"
+                 "    ### END SOLUTION"),
+        ("code", f"check_exercise(\"ex{nn}.bytes\", bytes_moved, lambda r, c, e: (2 * r * c + 2 * c) * e,\n"
+                 "               [case(r, c, e) for r, c, e in [(1, 1, 4), (4096, 4096, 2), (3, 100, 4)]])"),
         ("markdown", f"## 2. Your kernel\n\nFill in the region for task `{slug}.forward` in `assignments/{slug}/kernels.py`, then re-run "
                      f"this cell. Grade yourself with `python -m autograder grade {slug}`."),
         ("code", f"try:\n    mine = load_kernels(\"{slug}\").scale_shift(x, scale, shift)\n"
