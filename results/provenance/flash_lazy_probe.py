@@ -180,6 +180,7 @@ acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
 EXP_OF = {"": "tl.math.exp2", "poly25": "_exp2_poly25", "poly50": "_exp2_poly50"}
 VARIANTS = ["solution", "rebuilt", "lazy", "poly25", "poly50", "lazy_poly25", "lazy_poly50"]
 TIMED = list(VARIANTS)  # on the GPU, beside cuDNN ("broken" only checked, on the first row)
+PROBE = "flash_lazy_probe"  # the run's name and its JSON's (flash_ahead_probe.py reuses this harness under its own)
 
 
 def _indent(lines: list[str], n: int) -> list[str]:
@@ -563,7 +564,7 @@ def gpu(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tol = TOLERANCES["bfloat16"]
     variants = build(VARIANTS + ["broken"])
-    meta = run_meta("flash_lazy_probe")
+    meta = run_meta(PROBE)
     meta.update(poly=[C1, C2, C3], poly_max_rel_error=1.01e-4, lazy_threshold_log2=LAZY_THRESHOLD,
                 tolerance={"rtol": tol.rtol, "atol": tol.atol, "scale": tol.scale, "against": "cuDNN"})
     rows: list[dict] = []
@@ -582,8 +583,8 @@ def gpu(out: Path) -> None:
                   f"cudnn {row['us']['cudnn']:.1f} us, {row['tflops']['cudnn']:.0f} TFLOP/s; vs cuDNN: "
                   + ", ".join(f"{n} {ratio[n]:.3f}" for n in ratio if n != "cudnn")
                   + f" [{time.perf_counter() - start:.0f} s]", flush=True)
-            (out / "flash_lazy_probe.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    print(f"wrote {out / 'flash_lazy_probe.json'} ({time.perf_counter() - start:.0f} s)")
+            (out / f"{PROBE}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    print(f"wrote {out / (PROBE + '.json')} ({time.perf_counter() - start:.0f} s)")
     print_table(rows, meta)
 
 

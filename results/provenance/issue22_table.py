@@ -245,6 +245,12 @@ def main() -> None:
               "sixth session; `results/h100/flash_lazy_probe.md`): lazy rescaling, one branch a block, 0.78-0.93x the "
               "solution; a quarter of the exponentials by a cubic on the FMA pipe, 0.94-1.00x up to 8192 tokens and "
               "1.02-1.04x at 16384; half of them, 0.87-0.97x. Not adopted: lecture 08, section 12.",
+              "- Flash attention forward, FlashAttention-3's overlap inside a warp group written in Triton (H100, "
+              "2026-12-06, seventh session; `results/h100/flash_ahead_probe.md`): with S_{j+1} issued first and P_j V_j "
+              "left in flight across the softmax of S_{j+1}, the sm_90 code does overlap them, but P_j then goes through "
+              "shared memory and the third stage no longer fits: 0.84-0.99x the solution at two stages, the solution "
+              "1.14-1.47x it. The backward's products reordered (`results/h100/flash_bwd_order_probe.md`): 1.005-1.025x, "
+              "not adopted. Lecture 08, section 12.",
               "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
