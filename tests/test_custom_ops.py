@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from course.kivi import quantize_kivi
 from course.loader import load_kernels
-from course.ops import base_namespace
+from course.ops import CourseOp, base_namespace
 from conftest import REPO_ROOT, SEED
 
 # The CPU tier's checks, less the one that needs a GPU-only cache; tiny odd shapes keep each under a second.
@@ -50,6 +50,7 @@ CASES: list[tuple[str, str, Callable[[], tuple]]] = [
     ("fusion", "softmax_op", lambda: (_randn(5, 33),)),
     ("coalescing", "transpose_op", lambda: (_randn(7, 19),)),
     ("tiling", "matmul_op", lambda: (_randn(7, 19), _randn(19, 5))),
+    ("tiling", "matmul_tma_op", lambda: (_randn(7, 19), _randn(19, 5))),
     ("flash_attention", "attention_forward_op", lambda: (_randn(1, 2, 9, 16), _randn(1, 1, 9, 16), _randn(1, 1, 9, 16), True, 0.25, True)),
     ("flash_attention", "attention_decode_op", lambda: (_randn(2, 4, 1, 16), _randn(2, 2, 11, 16), _randn(2, 2, 11, 16), 0.25)),
     ("flash_attention", "kv_quantize_int8_op", lambda: (_randn(1, 2, 7, 16),)),
@@ -105,6 +106,24 @@ def test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors(solutions: 
     o, lse = fa.attention_forward_op(q, k, v, True, 0.25, True)
     args = (q, k, v, o, lse, _randn(1, 2, 9, 16), True, 0.25)
     assert torch.library.opcheck(fa.attention_backward_op.overload, args, test_utils=CHECKS)
+
+
+# Ops opchecked by test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors instead of a line in CASES
+OPCHECKED_ON_SAVED_TENSORS = {("rmsnorm", "rmsnorm_backward_op"), ("flash_attention", "attention_backward_op")}
+
+
+def test_every_op_of_every_solution_has_a_case() -> None:
+    """A new op (a new assignment's, or a new launcher of an old one) with no line in CASES would never be
+    opchecked, and nothing would fail: this is what fails."""
+    covered = {(slug, op) for slug, op, _ in CASES} | OPCHECKED_ON_SAVED_TENSORS
+    kernels = sorted(path.parent.name for path in (REPO_ROOT / "solutions").glob("*/kernels.py"))
+    registered = set()
+    for slug in kernels:
+        module = load_kernels(slug, "solutions")
+        registered |= {(slug, name) for name, value in vars(module).items() if isinstance(value, CourseOp)}
+    assert len(registered) >= len(CASES) - 2  # the search found the ops (several CASES lines share one op)
+    missing = sorted(f"{slug}.{op}" for slug, op in registered - covered)
+    assert not missing, f"ops with no opcheck case: add a line per op to CASES in tests/test_custom_ops.py: {missing}"
 
 
 class _Ops(TorchDispatchMode):
