@@ -251,6 +251,10 @@ def main() -> None:
               "shared memory and the third stage no longer fits: 0.84-0.99x the solution at two stages, the solution "
               "1.14-1.47x it. The backward's products reordered (`results/h100/flash_bwd_order_probe.md`): 1.005-1.025x, "
               "not adopted. Lecture 08, section 12.",
+              "- W4A16 GEMV at M = 1 in float16 arithmetic (H100, 2026-12-06, seventh session; "
+              "`results/h100/w4a16_gemv16_probe.md`): the decode and the products as packed HADD2/HFMA2, 3.7 SASS "
+              "instructions a weight against the solution's 5.1, ran level with the solution (0.99x, 1.05x, 1.00x at "
+              "the three Llama shapes), with a larger error. Not adopted: lecture 09, section 7.",
               "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "

@@ -142,9 +142,10 @@ def launcher(block_n: int, warps: int, pps: int, x: torch.Tensor, words: torch.T
     return call
 
 
-def sass() -> None:
+def sass(extra: tuple = ()) -> None:
     """sm_90 compilations of the probe and of the solution's GEMV: SASS instructions per weight in the main loop
-    (nvdisasm, shipped with Triton), at 1x4096x14336."""
+    (nvdisasm, shipped with Triton), at 1x4096x14336. `extra`: more (label, kernel, x dtype, settings, weights a
+    thread a step, weights tensor) to count the same way (w4a16_gemv16_probe.py's)."""
     import collections
     import os
     import subprocess
@@ -163,9 +164,10 @@ def sass() -> None:
     part = torch.empty(8, 1, n, dtype=torch.float32, device="meta")
     locks = torch.empty(1024, dtype=torch.int32, device="meta")
 
-    def loop(label: str, jit, x_dtype: torch.dtype, kw: dict, weights_per_thread_step: int) -> None:  # noqa: ANN001
+    def loop(label: str, jit, x_dtype: torch.dtype, kw: dict, weights_per_thread_step: int, words=w, extra_args=()) -> None:  # noqa: ANN001
         x = torch.empty(1, k, dtype=x_dtype, device="meta")
-        _, (sig, ce, attrs, opts) = _bind(jit, (x, w, s, y, part, locks, 1, n, k, k, k // 8, k // 128, n, 1024), kw, 90)
+        args = (x, words, s, y, part, locks, 1, n, k, k, words.shape[1], k // 128, n, 1024, *extra_args)
+        _, (sig, ce, attrs, opts) = _bind(jit, args, kw, 90)
         r = triton.compile(ASTSource(jit, sig, ce, attrs), target=GPUTarget("cuda", 90, 32), options=opts.__dict__)
         with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
             f.write(r.asm["cubin"])
@@ -196,6 +198,8 @@ def sass() -> None:
          dict(GROUP_SIZE=128, BLOCK_N=128, SPLIT=True, X_PERM=False, num_warps=4, num_stages=1), 128)
     loop("thread rows, x permuted in float32, 256 rows, 4 warps", _gemv_thread_rows, torch.float32,
          dict(GROUP_SIZE=128, BLOCK_N=256, SPLIT=True, X_PERM=True, num_warps=4, num_stages=1), 256)
+    for entry in extra:
+        loop(*entry)
 
 
 def main() -> None:
