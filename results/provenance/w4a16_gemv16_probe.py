@@ -24,6 +24,7 @@ float16 activations only (bfloat16's eight bits would not hold the products; its
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import sys
@@ -39,6 +40,10 @@ from course.launch import cdiv  # noqa: E402
 from course.loader import load_kernels  # noqa: E402
 
 qm = load_kernels("quant_matmul", "solutions")
+_spec = importlib.util.spec_from_file_location("w4a16_thread_rows_probe", Path(__file__).with_name("w4a16_thread_rows_probe.py"))
+rows_probe = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rows_probe)  # its x planes (_x_planes) and its SASS counter
+_x_planes = rows_probe._x_planes
 _finish_tile = qm._finish_tile
 MAGIC16 = 0x54005400  # the float16 64 in each half of a word
 @triton.jit
@@ -60,21 +65,6 @@ def _codes16(w, i: tl.constexpr, magic):
 
 
 @triton.jit
-def _x_planes16(x_ptrs):
-    """The step's activations (CHUNKS, 1, 4, 8), code 32c + 8j + t at [c, 0, j, t] -> eight (CHUNKS, 1, 4) planes,
-    plane t holding codes 8j + t."""
-    t = tl.reshape(tl.load(x_ptrs), (x_ptrs.shape[0], 1, 4, 2, 2, 2))  # t = 4a + 2b + c on the last three axes
-    c0, c1 = tl.split(t)
-    c0b0, c0b1 = tl.split(c0)
-    c1b0, c1b1 = tl.split(c1)
-    p0, p4 = tl.split(c0b0)
-    p2, p6 = tl.split(c0b1)
-    p1, p5 = tl.split(c1b0)
-    p3, p7 = tl.split(c1b1)
-    return p0, p1, p2, p3, p4, p5, p6, p7
-
-
-@triton.jit
 def _gemv16(x_ptr, w_ptr, s_ptr, y_ptr, part_ptr, lock_ptr, M, N, K, stride_xm, stride_wn, stride_sn, stride_ym,
             k_per_split, magic, GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):
     """magic: 0x54005400, an argument so that it sits in a register and the AND and the OR make one instruction.
@@ -90,8 +80,8 @@ def _gemv16(x_ptr, w_ptr, s_ptr, y_ptr, part_ptr, lock_ptr, M, N, K, stride_xm, 
     offs_c = tl.arange(0, CHUNKS)
     offs_j = tl.arange(0, 4)
     w_tile = w_ptr + rows[None, :, None] * stride_wn + (4 * offs_c)[:, None, None] + offs_j[None, None, :]  # (C, BN, 4)
-    x_tile = (x_ptr + m * stride_xm + (32 * offs_c)[:, None, None, None] + (8 * offs_j)[None, None, :, None]
-              + tl.arange(0, 8)[None, None, None, :])  # (C, 1, 4, 8)
+    x_tile = (x_ptr + m * stride_xm + (32 * offs_c)[:, None, None] + (8 * offs_j)[None, :, None]
+              + tl.arange(0, 8)[None, None, :])  # (C, 4, 8): code 32c + 8j + t
     s_rows = s_ptr + rows * stride_sn
     k_start = pid_k * k_per_split
     k_end = tl.minimum(k_start + k_per_split, K)
@@ -99,7 +89,7 @@ def _gemv16(x_ptr, w_ptr, s_ptr, y_ptr, part_ptr, lock_ptr, M, N, K, stride_xm, 
     words = tl.load(w_tile + tl.multiple_of(k_start // 8, 4))
     for k0 in range(k_start, k_end, GROUP_SIZE):
         following = tl.load(w_tile + tl.multiple_of(tl.where(k0 + GROUP_SIZE < k_end, k0 + GROUP_SIZE, k_start) // 8, 4))
-        x0, x1, x2, x3, x4, x5, x6, x7 = _x_planes16(x_tile + k0)
+        x0, x1, x2, x3, x4, x5, x6, x7 = _x_planes(x_tile + k0, tl.float16)  # plane t: codes 8j + t
         # Each word's nibbles i and i + 4 are one register's two halves: kept side by side (join) so that the
         # compiler's packed instructions take them as they are; x's codes i and i + 4 are paired to match.
         t = tl.join(*_codes16(words, 0, magic)) * tl.join(x0, x4)
@@ -135,12 +125,6 @@ def launcher(block_n: int, warps: int, pps: int, x: torch.Tensor, words: torch.T
 def sass() -> None:
     """SASS instructions per weight in the main loop at 1x4096x14336, the solution's GEMV and the thread-rows probe's
     beside this one (the thread-rows probe's counter, given this kernel's int16 view of the weights)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("w4a16_thread_rows_probe",
-                                                  Path(__file__).with_name("w4a16_thread_rows_probe.py"))
-    rows_probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rows_probe)
     w32 = torch.empty(14336, 4096 // 8, dtype=torch.int32, device="meta")
     rows_probe.sass(extra=tuple((f"float16 GEMV, {bn} rows, {wp} warps", _gemv16, torch.float16,
                                  dict(GROUP_SIZE=128, BLOCK_N=bn, SPLIT=True, num_warps=wp, num_stages=1), bn // (32 * wp) * 128, w32, (MAGIC16,))

@@ -38,9 +38,10 @@ _field_exact, _finish_tile, MAGIC = qm._field_exact, qm._finish_tile, qm.MAGIC
 
 
 @triton.jit
-def _x_planes(x_ptrs):
-    """The step's activations (CHUNKS, 4, 8), code k = 32c + 8j + i at [c, j, i] -> eight (CHUNKS, 1, 4) planes."""
-    xs = tl.load(x_ptrs).to(tl.float32)
+def _x_planes(x_ptrs, DTYPE: tl.constexpr = tl.float32):
+    """The step's activations (CHUNKS, 4, 8), code k = 32c + 8j + i at [c, j, i] -> eight (CHUNKS, 1, 4) planes, in
+    DTYPE."""
+    xs = tl.load(x_ptrs).to(DTYPE)
     t = tl.reshape(xs, (xs.shape[0], 1, 4, 2, 2, 2))  # i = 4a + 2b + c on the last three axes
     c0, c1 = tl.split(t)
     c0b0, c0b1 = tl.split(c0)
