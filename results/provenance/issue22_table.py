@@ -255,6 +255,10 @@ def main() -> None:
               "`results/h100/w4a16_gemv16_probe.md`): the decode and the products as packed HADD2/HFMA2, 3.7 SASS "
               "instructions a weight against the solution's 5.1, ran level with the solution (0.99x, 1.05x, 1.00x at "
               "the three Llama shapes), with a larger error. Not adopted: lecture 09, section 7.",
+              "- Decode attention's launch settings (H100, 2026-12-06, seventh session; "
+              "`results/h100/decode_sweep_probe.md`): 216 settings at 1024, 4096 and 16384 keys; the table's was the "
+              "fastest at 1024 and 4096 keys (1.16x SDPA, 75% of copy) and within 1.3% at 16384. The misses are not in "
+              "the settings: lecture 08, section 9.",
               "- Matmul's wave-quantized sizes: a stream-K kernel in Triton (`results/h200/tiling_streamk_probe.md`, "
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
