@@ -249,8 +249,8 @@ def main() -> None:
               "2026-12-06, seventh session; `results/h100/flash_ahead_probe.md`): with S_{j+1} issued first and P_j V_j "
               "left in flight across the softmax of S_{j+1}, the sm_90 code does overlap them, but P_j then goes through "
               "shared memory and the third stage no longer fits: 0.84-0.99x the solution at two stages, the solution "
-              "1.14-1.47x it. The backward's products reordered (`results/h100/flash_bwd_order_probe.md`): 1.005-1.025x, "
-              "not adopted. Lecture 08, section 12.",
+              "1.14-1.47x it. The backward's products reordered (`results/h100/flash_bwd_order_probe.md`): 1.005-1.025x "
+              "in two runs, not adopted. Lecture 08, section 12.",
               "- W4A16 GEMV at M = 1 in float16 arithmetic (H100, 2026-12-06, seventh session; "
               "`results/h100/w4a16_gemv16_probe.md`): the decode and the products as packed HADD2/HFMA2, 3.7 SASS "
               "instructions a weight against the solution's 5.1, ran level with the solution (0.99x, 1.05x, 1.00x at "
