@@ -39,6 +39,7 @@ import triton.language as tl
 from course.configs import ConfigTable, SearchSpace, ceil_bucket, grid
 from course.device import Device, device_of
 from course.launch import cdiv, launch
+from course.ops import OpLibrary
 from course.validate import check_same, check_tensor
 
 # --------------------------------------------------------------------------------------------------
@@ -114,6 +115,23 @@ def scale_shift_forward(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tenso
 
 
 # --------------------------------------------------------------------------------------------------
+# Custom ops: the launchers as PyTorch operators (course/ops.py), so torch.compile and CUDA graphs take them whole
+# --------------------------------------------------------------------------------------------------
+
+
+OPS = OpLibrary(__file__)
+
+
+def _scale_shift_fake(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    return torch.empty_like(x)
+
+
+@OPS.op("$slug", "(Tensor x, Tensor scale, Tensor shift) -> Tensor", _scale_shift_fake)
+def scale_shift_op(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    return scale_shift_forward(x, scale, shift)
+
+
+# --------------------------------------------------------------------------------------------------
 # Module: the public API
 # --------------------------------------------------------------------------------------------------
 
@@ -132,7 +150,7 @@ def scale_shift(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> to
     for name, t in (("scale", scale), ("shift", shift)):
         if t.shape[0] != x.shape[-1]:
             raise ValueError(f"scale_shift: `{name}` must have x.shape[-1] = {x.shape[-1]} elements, got {t.shape[0]}.")
-    return scale_shift_forward(x, scale, shift)
+    return scale_shift_op(x, scale, shift)
 ''')
 
 SPEC = Template('''"""Grading spec for assignment $nn, $slug: scale_shift(x, scale, shift) = x * scale + shift, last dimension."""
@@ -465,16 +483,23 @@ def scaffold(slug: str, root: Path = REPO_ROOT) -> list[Path]:
     return list(files) + sorted((root / "assignments" / slug).iterdir())
 
 
+def custom_ops_line(slug: str) -> str:
+    """The line tests/test_custom_ops.py's CASES needs for the new assignment's op to be opchecked."""
+    return f'("{slug}", "scale_shift_op", lambda: (_randn(3, 33), _randn(33), _randn(33))),'
+
+
 def next_steps(slug: str) -> str:
     return "\n".join([
         f"Next, to make {slug} a course assignment (docs/adding-an-assignment.md says why each):",
         f"  1. add \"{slug}\" to SYLLABUS in autograder/specs/__init__.py, at its place in the course;",
         "  2. add this line to ADAPTORS in tests/test_integrity.py, so the cheat suite covers it:",
         "         " + adaptor_line(slug).replace("\n", "\n         "),
-        "  3. add its row to the README's syllabus table;",
+        "  3. add this line to CASES in tests/test_custom_ops.py, so its op is opchecked:",
+        "         " + custom_ops_line(slug),
+        "     and its row to the README's syllabus table;",
         f"  4. replace scale-and-shift with your operation, file by file, then `python -m autograder release {slug}`,",
         f"     `python -m pytest tests/test_grading_{slug}.py tests/test_layout.py tests/test_configs.py tests/test_release.py`,",
         f"     and on a GPU `python -m autograder tune {slug}` for its configs.json;",
-        "  5. fill in the lists kept by hand and what the other tests wait for (the guide's table: custom ops,",
-        "     portability, mutants, the notebook's exercises, a committed GPU grade).",
+        "  5. fill in the lists kept by hand and what the other tests wait for (the guide's table: portability,",
+        "     mutants, the notebook's exercises, a committed GPU grade).",
     ])  # fmt: skip
