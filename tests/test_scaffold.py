@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.scaffold import adaptor_line, scaffold
+from autograder.scaffold import KERNELS, adaptor_line, custom_ops_line, scaffold
 from conftest import REPO_ROOT
 from test_layout import ORDER, missing_pieces, section_order
 
@@ -73,3 +73,9 @@ def test_new_refuses_a_bad_slug_and_one_that_is_taken(tmp_path: Path) -> None:
 def test_the_adaptor_line_is_one_python_call_naming_the_slug_and_a_cpu_case() -> None:
     call = ast.parse(adaptor_line("scale_shift"), mode="exec").body[0].value.elts[0]
     assert call.func.id == "Adaptor" and [a.value for a in call.args[:2]] == ["scale_shift", "(3x100) float32"]
+
+
+def test_the_custom_ops_line_names_the_slug_and_the_templates_op() -> None:
+    entry = ast.parse(custom_ops_line("scale_shift"), mode="exec").body[0].value.elts[0]
+    slug, op = (e.value for e in entry.elts[:2])
+    assert slug == "scale_shift" and f"def {op}(" in KERNELS.substitute(slug="scale_shift", nn="99")
