@@ -8,7 +8,9 @@ slow kernel hits; when one is obvious, one sentence says what to change.
 
 The facts come from a compiled kernel: on a GPU, Triton's `CompiledKernel` after its launch (`n_regs`,
 `n_spills`, `metadata.shared`); without one, the cubin Triton compiled for a target, read with the
-`cuobjdump` Triton ships (`facts_from_cubin`), which is how this module is tested on a CPU.
+`cuobjdump` Triton ships (`facts_from_cubin`), which is how this module is tested on a CPU. On sm_90 the PTX
+also goes through ptxas once more, for the note Triton does not print when ptxas serializes the kernel's
+tensor-core products (`serialized_products`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class KernelFacts:
     registers: int  # per thread
     spilled: int  # registers per thread kept in local memory instead (local bytes / 4, as Triton's n_spills)
     shared: int  # bytes of shared memory per program
+    serialized: str = ""  # ptxas's reason for making each wgmma product wait for the one before ("" if it does not)
 
     @property
     def programs(self) -> int:
@@ -49,7 +52,7 @@ class KernelFacts:
     @staticmethod
     def from_plain(d: dict[str, Any]) -> KernelFacts:
         return KernelFacts(str(d["name"]), tuple(int(g) for g in d["grid"]), int(d["num_warps"]), int(d["registers"]),
-                           int(d["spilled"]), int(d["shared"]))  # fmt: skip
+                           int(d["spilled"]), int(d["shared"]), str(d.get("serialized", "")))  # fmt: skip
 
 
 def facts_from_compiled(name: str, grid: tuple[int, ...], compiled: Any) -> KernelFacts | None:
@@ -60,9 +63,23 @@ def facts_from_compiled(name: str, grid: tuple[int, ...], compiled: Any) -> Kern
         return None
     try:  # a Triton whose metadata lacks a field gives no diagnosis, never a failed timing
         return KernelFacts(name, tuple(int(g) for g in grid), int(meta.num_warps), regs,
-                           int(getattr(compiled, "n_spills", 0) or 0), int(meta.shared))  # fmt: skip
+                           int(getattr(compiled, "n_spills", 0) or 0), int(meta.shared), _serialized_once(compiled))  # fmt: skip
     except (AttributeError, TypeError, ValueError):
         return None
+
+
+_SERIALIZED: dict[str, str] = {}  # compiled kernel's hash -> serialized_products of its PTX (one ptxas run each)
+
+
+def _serialized_once(compiled: Any) -> str:
+    """serialized_products of a kernel compiled on this GPU, once per compiled kernel; '' when it cannot be read."""
+    try:
+        key = str(getattr(compiled, "hash", "")) or str(id(compiled))
+        if key not in _SERIALIZED:
+            _SERIALIZED[key] = serialized_products(compiled.asm["ptx"], int(compiled.metadata.target.arch))
+        return _SERIALIZED[key]
+    except Exception:  # noqa: BLE001 - a note that cannot be read is no diagnosis, never a failed timing
+        return ""
 
 
 def resource_usage(cubin: bytes) -> dict[str, int]:
@@ -78,13 +95,33 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"([A-Z]+(?:\[\d+\])?):(\d+)", line)}
 
 
+def serialized_products(ptx: str, arch: int) -> str:
+    """ptxas's note when it makes each tensor-core product (wgmma, sm_90) wait for the one before, '' when it does
+    not or the kernel has none. Triton runs ptxas with -v but does not print its notes; this runs it again on the
+    PTX. The note ("Potential Performance Loss: wgmma.mma_async instructions are serialized due to ...", C7515 and
+    its kin) costs the overlap of products the pipeline was built for: a kernel with two accumulators in a loop
+    flattened with tl.range(flatten=True) ran 0.6x of itself unflattened (results/h100/tiling_tma_wide_probe.md)."""
+    import triton
+
+    if arch != 90 or "wgmma.mma_async" not in ptx:
+        return ""
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        log = subprocess.run([tool, "-arch=sm_90a", "-v", src, "-o", out], capture_output=True, text=True).stderr
+    found = re.search(r"wgmma\.mma_async instructions are serialized( due to [^\n]*?)?(?: in the function|\n|$)", log)
+    return ("serialized" + (found.group(1) or "")).strip() if found else ""
+
+
 def facts_from_cubin(name: str, grid: tuple[int, ...], compiled: Any) -> KernelFacts:
     """Facts of a kernel compiled for a GPU target that is not here (`triton.compile(..., target=...)`)."""
     usage = resource_usage(compiled.asm["cubin"])
     # The driver's local size (Triton's n_spills * 4) is the stack frame plus declared local arrays.
     spilled = (usage.get("STACK", 0) + usage.get("LOCAL", 0)) // 4
     return KernelFacts(name, tuple(grid), int(compiled.metadata.num_warps), usage["REG"], spilled,
-                       int(compiled.metadata.shared))  # fmt: skip
+                       int(compiled.metadata.shared), serialized_products(compiled.asm["ptx"], int(compiled.metadata.target.arch)))  # fmt: skip
 
 
 def facts_for_target(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any], grid: tuple[int, ...],
@@ -149,8 +186,8 @@ def _kb(n: int) -> str:
 
 def diagnose(launches: list[KernelFacts], device: Device, slow: bool) -> Diagnosis:
     """What each distinct kernel of a timed call says, and one sentence of advice when the call is `slow`
-    (it did not get full points) and one ceiling is obvious: spills first, then a grid smaller than the
-    GPU, then a tile so large that one program fills an SM."""
+    (it did not get full points) and one ceiling is obvious: spills first, then tensor-core products that
+    ptxas serialized, then a grid smaller than the GPU, then a tile so large that one program fills an SM."""
     sm = sm_limits(device.capability)
     seen: dict[str, KernelFacts] = {}
     for k in launches:
@@ -167,6 +204,7 @@ def diagnose(launches: list[KernelFacts], device: Device, slow: bool) -> Diagnos
             f"{k.name}: {k.registers} registers/thread, {k.spilled} spilled, {_kb(k.shared)} shared memory, "
             f"{k.num_warps} warp{'s' if k.num_warps != 1 else ''}; {occ.programs_per_sm} program(s)/SM ({occ.fraction:.0%} occupancy, limited by "
             f"{occ.limit}); {k.programs} programs on {device.sms} SMs = {waves:.2f} waves{tail}"
+            + ("; ptxas serializes its tensor-core products" if k.serialized else "")
         )
         if not slow or advice:
             continue
@@ -174,6 +212,13 @@ def diagnose(launches: list[KernelFacts], device: Device, slow: bool) -> Diagnos
             advice = (
                 f"{k.name} spills {k.spilled} registers per thread to local memory, which is read back through the "
                 "caches at every use: give each program a smaller tile, or more warps (num_warps) to spread it over."
+            )
+        elif k.serialized:
+            advice = (
+                f"ptxas makes each tensor-core product of {k.name} wait for the one before ({k.serialized}), so "
+                "nothing overlaps them: keep every instruction that writes an accumulator outside the loop of "
+                "products (two accumulators reset inside a loop flattened with tl.range(..., flatten=True) do this; "
+                "unflatten it, or keep one accumulator)."
             )
         elif k.programs < device.sms:
             advice = (

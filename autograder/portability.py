@@ -11,7 +11,9 @@ checked against the architecture's limits (course.device.ARCH_LIMITS).
 A GPU without bfloat16 tensor cores has no bfloat16 case to run (the grader reports them as not gradeable
 there), and a GPU without TMA must not be handed a tensor descriptor by a kernel that has a pointer path for
 such GPUs (flash attention's forward): both are checked too. A kernel that takes descriptors on every GPU (the
-tiling TMA bonus) is allowed them there, where Triton turns the descriptors' loads into ordinary loads.
+tiling TMA bonus) is allowed them there, where Triton turns the descriptors' loads into ordinary loads. On sm_90
+a kernel whose tensor-core products ptxas serializes (each waits for the one before: autograder.diagnose's
+`serialized_products`) is a problem too: it fits, but it has lost the overlap its pipeline was built for.
 
 Compiling needs Triton's compiler, not its interpreter, so the work runs in a child process started with
 TRITON_INTERPRET=0 (course/env.py keeps an explicit 0 on a machine without a GPU).
@@ -215,6 +217,7 @@ def compile_one(index: int) -> Compiled:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    from autograder.diagnose import serialized_products
     from course.device import ARCH_LIMITS, KNOWN_GPUS
 
     launch = _JOBS[index]
@@ -242,6 +245,9 @@ def compile_one(index: int) -> Compiled:
         out.problems.append(f"{out.registers} registers x {threads} threads > {limits.registers_per_block} per block")
     if launch.tma and launch.arch < 90 and launch.pointer_path:
         out.problems.append("a TMA descriptor on a GPU without TMA, where the kernel has a pointer path")
+    serialized = serialized_products(kernel.asm["ptx"], launch.arch)
+    if serialized:
+        out.problems.append(f"ptxas waits for each wgmma product before the next ({serialized})")
     return out
 
 

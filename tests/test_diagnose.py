@@ -4,6 +4,8 @@ for an H100 here (no GPU needed: the cubin carries its registers and spills)."""
 from __future__ import annotations
 
 import pytest
+import triton
+import triton.language as tl
 
 from autograder import kernel_source
 from autograder.diagnose import KernelFacts, diagnose, facts_for_target, occupancy, report
@@ -48,6 +50,7 @@ def test_every_known_gpu_has_sm_limits_and_an_unknown_one_takes_the_nearest_olde
         (facts(registers=255, spilled=40, grid=(8,)), "spills 40 registers per thread"),  # spills come first
         (facts(grid=(64,)), "launches 64 programs for 132 SMs, so 68 SMs sit idle"),
         (facts(shared=200 * 1024, num_warps=4), "Only one program of k fits on an SM (its shared memory fill it)"),
+        (KernelFacts("k", (64,), 8, 128, 0, 0, "serialized due to x"), "each tensor-core product of k wait for the one"),
     ],
 )
 def test_a_slow_kernel_gets_one_sentence_naming_its_obvious_limit(k: KernelFacts, phrase: str) -> None:
@@ -96,3 +99,50 @@ def test_a_launched_kernel_gives_its_facts_and_an_interpreted_one_none() -> None
     assert facts_from_compiled("k", (4, 2), None) is None
     assert facts_from_compiled("k", (4, 2), SimpleNamespace(metadata=SimpleNamespace(), n_regs=96)) is None
     assert KernelFacts.from_plain(KernelFacts("k", (4, 2), 8, 96, 3, 49152).plain()).programs == 8
+
+
+@triton.jit
+def _halves_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                   FLATTEN: tl.constexpr):
+    # c (M, N) = a (M, K) @ b (K, N), persistent, each BM x 2BN tile kept as two (BM, BN) accumulators
+    tiles_n = tl.cdiv(N, 2 * BN)
+    tiles = tl.cdiv(M, BM) * tiles_n
+    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=FLATTEN):
+        row = (tile // tiles_n) * BM
+        col = (tile % tiles_n) * 2 * BN
+        left = tl.zeros((BM, BN), dtype=tl.float32)
+        right = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = a_desc.load([row, k * BK])
+            left = tl.dot(a, b_desc.load([k * BK, col]), left)
+            right = tl.dot(a, b_desc.load([k * BK, col + BN]), right)
+        c_desc.store([row, col], left.to(c_desc.dtype))
+        c_desc.store([row, col + BN], right.to(c_desc.dtype))
+
+
+HALVES = {"a_desc": "tensordesc<bf16[128, 64]>", "b_desc": "tensordesc<bf16[64, 128]>",
+          "c_desc": "tensordesc<bf16[128, 128]>", "M": "i32", "N": "i32", "K": "i32"}  # fmt: skip
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+def test_serialized_tensor_core_products_are_read_from_ptxas_and_named(flatten: bool) -> None:
+    """Two accumulators reset inside a flattened loop: ptxas waits for each wgmma (its note C7515, which Triton does
+    not print; 0.6x of the same tiles unflattened on an H100, results/h100/tiling_tma_wide_probe.md). Unflattened,
+    the same kernel keeps its products in flight."""
+    consts = {"BM": 128, "BN": 128, "BK": 64, "FLATTEN": flatten}
+    k = facts_for_target(_halves_kernel, HALVES, consts, (132,), 8, H100)
+    d = diagnose([k], H100, slow=True)
+    if flatten:
+        assert k.serialized.startswith("serialized due to non wgmma instructions defining accumulator registers")
+        assert d.lines[0].endswith("; ptxas serializes its tensor-core products")
+        assert "_halves_kernel wait for the one before (serialized due to" in d.advice
+    else:
+        assert k.serialized == "" and "serializ" not in d.text()
+    assert KernelFacts.from_plain(k.plain()) == k  # the fact travels from the replayer to the grader
+
+
+def test_only_sm90_ptx_with_tensor_core_products_goes_through_ptxas_again() -> None:
+    from autograder.diagnose import serialized_products
+
+    assert serialized_products("garbage that ptxas would reject", 90) == ""  # no wgmma in it: never run
+    assert serialized_products("wgmma.mma_async ...", 80) == ""  # only sm_90 has wgmma
