@@ -263,6 +263,13 @@ def main() -> None:
               "2026-11-28, H200 only) was slower than the solution at every square size but 5120^3 (24.3 against "
               "22.8 us at 1536^3); without its hand-over of partial tiles, a bound it cannot reach, 19.0 us, 0.82x "
               "cuBLAS. Lecture 04, \"Stream-K, measured\".",
+              "- Matmul's 1536^3, cuBLAS's tile shapes in Triton (H100, 2026-12-06, eighth session; "
+              "`results/h100/tiling_tma_wide_probe.md`): a 192 x 128 tile written as two blocks (128 + 64 rows), "
+              "96 tiles in one round, took 19.6 us against the TMA bonus's 21.4 (0.79x cuBLAS against 0.72x), and "
+              "nothing at 2304^3 or 3072^3; 192 x 96 ran 0.48-0.65x (Triton splits its 32-column block over two warp "
+              "groups: products 16 columns wide). Flattened, any tile with two accumulators has its wgmma products "
+              "serialized by ptxas (note C7515), 0.58-0.66x; no solution kernel is "
+              "(`python -m autograder portability --arch 90` checks it). Not adopted: lecture 04, section 8.",
               "- Matmul, TMA bonus: since 2026-12-06 module 04 has a bonus task, `matmul_tma`, a persistent kernel whose "
               "tiles move through tensor descriptors (lecture 04, section 8), launched with as few programs as keep the "
               "fewest rounds of tiles (128 for 512 tiles on 132 SMs). It meets the >= 1.0x target at 8192^3 and at "

@@ -50,18 +50,21 @@ def cublas_kernels(a: torch.Tensor, b: torch.Tensor) -> list[str]:
     return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
 
 
+def square_problem(s: int, dtype: torch.dtype, dev: torch.device) -> tuple[list, list, torch.Tensor, torch.Tensor]:
+    """Three (s, s) inputs a and b (seeded by s), an output buffer and the float64 product of the first pair."""
+    g = torch.Generator(device=dev).manual_seed(s)
+    a_s = [torch.randn(s, s, device=dev, dtype=dtype, generator=g) for _ in range(3)]
+    b_s = [torch.randn(s, s, device=dev, dtype=dtype, generator=g) for _ in range(3)]
+    return a_s, b_s, torch.empty(s, s, device=dev, dtype=dtype), a_s[0].double() @ b_s[0].double()
+
+
 def main() -> None:
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for dtype in (torch.bfloat16, torch.float16):
         for s in SIZES if dtype == torch.bfloat16 else [1024, 1536, 3072]:
-            m = k = n = s
-            g = torch.Generator(device=dev).manual_seed(s)
-            a_s = [torch.randn(m, k, device=dev, dtype=dtype, generator=g) for _ in range(3)]
-            b_s = [torch.randn(k, n, device=dev, dtype=dtype, generator=g) for _ in range(3)]
-            c = torch.empty(m, n, device=dev, dtype=dtype)
-            ref = a_s[0].double() @ b_s[0].double()
+            a_s, b_s, c, ref = square_problem(s, dtype, dev)
             fns = {"cuBLAS": lambda i: torch.matmul(a_s[i], b_s[i]), "pointers": lambda i: tk.matmul(a_s[i], b_s[i]),
                    "matmul_tma": lambda i: tk.matmul_tma(a_s[i], b_s[i])}  # fmt: skip
             errors = {}
