@@ -89,6 +89,19 @@ def test_the_spilling_submission_is_correct_and_its_diagnosis_names_the_spills()
     assert f"_rows_kernel spills {k.spilled} registers per thread" in diagnose([k], H100, slow=True).advice
 
 
+def test_the_serialized_tma_submission_is_correct_and_its_diagnosis_names_the_serialized_products() -> None:
+    path = SUBMISSIONS / "tiling" / "slow_tma_serialized.py"
+    result = grade_assignment("tiling", path, "cpu", seed=SEED, selection=Selection(tasks={"tiling.tma"}, max_cases=3, speed=False))
+    assert [c.status for c in result.cases if c.kind == "correctness"] == ["passed"] * 3
+    # Its launcher's GPU tile for 16-bit inputs (128 x 128, 64 along K, 8 warps), compiled for sm_90 on this CPU.
+    kernel = kernel_source.build(kernel_source.read(path.read_text(), str(path)), interpret=False)["_matmul_tma_kernel"]
+    signature = {"a_desc": "tensordesc<bf16[128, 64]>", "b_desc": "tensordesc<bf16[64, 128]>",
+                 "c_desc": "tensordesc<bf16[128, 64]>", "M": "i32", "N": "i32", "K": "i32"}  # fmt: skip
+    k = facts_for_target(kernel, signature, {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1}, (132,), 8, H100)
+    assert k.spilled == 0 and k.serialized.startswith("serialized due to")
+    assert "ptxas makes each tensor-core product of _matmul_tma_kernel wait" in diagnose([k], H100, slow=True).advice
+
+
 def test_a_launched_kernel_gives_its_facts_and_an_interpreted_one_none() -> None:
     from types import SimpleNamespace
 
