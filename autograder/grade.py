@@ -611,7 +611,8 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
     extra["checked_error"] = worst
     if device.type == "cuda" and timed.get("kernels"):  # why it is slow, from the compiled kernels (autograder/diagnose.py)
         extra["kernels"] = timed["kernels"]
-        message += diagnose.report(timed["kernels"], diagnose.device_facts(device), extra, status != "passed")
+        why = diagnose.report(timed["kernels"], diagnose.device_facts(device), extra, status != "passed")
+        message = f"{message.rstrip('.')}.{why}" if why else message  # the verdict, then the diagnosis, as sentences
     result.score, result.status, result.message, result.extra = score, status, message, extra
     return result
 

@@ -5,8 +5,9 @@ two accumulators' reset for the next tile sits inside the flattened loop, so ptx
 one before (its note C7515, which Triton does not print). It passes every case; on a GPU with wgmma its speed case
 is slow, and the grader's diagnosis (autograder/diagnose.py) must say that ptxas serialized its products.
 
-On the H100 (results/h100/tiling_tma_wide_probe.md), a tile kept as two blocks ran 0.58-0.66x cuBLAS flattened and up
-to 0.88x unflattened; the same kernel without flatten=True is not serialized (tests/test_diagnose.py).
+Graded on an H100 (2026-12-06, results/h100/grade_tiling_slow_tma_serialized.json): every case passed, and its speed
+cases ran 0.52x cuBLAS at 4096^3 (346 us against the solution's 1.00x), 0.25-0.33 of 5 points each, with the diagnosis
+naming the serialized products. Without flatten=True the same loop is not serialized (tests/test_diagnose.py).
 """
 
 import course.env  # noqa: F401
