@@ -110,7 +110,11 @@ def serialized_products(ptx: str, arch: int) -> str:
         src, out = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        log = subprocess.run([tool, "-arch=sm_90a", "-v", src, "-o", out], capture_output=True, text=True).stderr
+        try:  # Triton ran the same ptxas on the same PTX moments before, so a minute is ample
+            log = subprocess.run([tool, "-arch=sm_90a", "-v", src, "-o", out], capture_output=True, text=True,
+                                 timeout=60).stderr  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
     found = re.search(r"wgmma\.mma_async instructions are serialized( due to [^\n]*?)?(?: in the function|\n|$)", log)
     return ("serialized" + (found.group(1) or "")).strip() if found else ""
 
