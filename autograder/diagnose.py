@@ -63,7 +63,8 @@ def facts_from_compiled(name: str, grid: tuple[int, ...], compiled: Any) -> Kern
         return None
     try:  # a Triton whose metadata lacks a field gives no diagnosis, never a failed timing
         return KernelFacts(name, tuple(int(g) for g in grid), int(meta.num_warps), regs,
-                           int(getattr(compiled, "n_spills", 0) or 0), int(meta.shared), _serialized_once(compiled))  # fmt: skip
+                           int(getattr(compiled, "n_spills", 0) or 0), int(meta.shared),
+                           _serialized_once(compiled))  # fmt: skip
     except (AttributeError, TypeError, ValueError):
         return None
 
@@ -124,8 +125,9 @@ def facts_from_cubin(name: str, grid: tuple[int, ...], compiled: Any) -> KernelF
     usage = resource_usage(compiled.asm["cubin"])
     # The driver's local size (Triton's n_spills * 4) is the stack frame plus declared local arrays.
     spilled = (usage.get("STACK", 0) + usage.get("LOCAL", 0)) // 4
+    serialized = serialized_products(compiled.asm["ptx"], int(compiled.metadata.target.arch))
     return KernelFacts(name, tuple(grid), int(compiled.metadata.num_warps), usage["REG"], spilled,
-                       int(compiled.metadata.shared), serialized_products(compiled.asm["ptx"], int(compiled.metadata.target.arch)))  # fmt: skip
+                       int(compiled.metadata.shared), serialized)  # fmt: skip
 
 
 def facts_for_target(kernel: Any, signature: dict[str, str], constexprs: dict[str, Any], grid: tuple[int, ...],
@@ -220,9 +222,7 @@ def diagnose(launches: list[KernelFacts], device: Device, slow: bool) -> Diagnos
         elif k.serialized:
             advice = (
                 f"ptxas makes each tensor-core product of {k.name} wait for the one before ({k.serialized}), so "
-                "nothing overlaps them: keep every instruction that writes an accumulator outside the loop of "
-                "products (two accumulators reset inside a loop flattened with tl.range(..., flatten=True) do this; "
-                "unflatten it, or keep one accumulator)."
+                f"nothing overlaps them: {_unserialize(k.serialized)}"
             )
         elif k.programs < device.sms:
             advice = (
@@ -235,6 +235,18 @@ def diagnose(launches: list[KernelFacts], device: Device, slow: bool) -> Diagnos
                 "latency: use a smaller tile, or fewer pipeline stages (num_stages) if shared memory is the limit."
             )
     return Diagnosis(lines, advice)
+
+
+def _unserialize(reason: str) -> str:
+    """What to change, for the reasons ptxas gives for serializing wgmma products."""
+    if "accumulator registers" in reason:
+        return ("keep every instruction that writes or reads an accumulator outside the loop of products (two "
+                "accumulators reset inside a loop flattened with tl.range(..., flatten=True) do this; unflatten it, "
+                "or keep one accumulator).")  # fmt: skip
+    if "register resources" in reason:
+        return ("give each program a smaller tile or fewer accumulators, so that ptxas has the registers to keep "
+                "products in flight.")  # fmt: skip
+    return "change what ptxas names as the reason, or compare with a kernel of one accumulator and one product a step."
 
 
 def roofline(extra: dict[str, Any]) -> str:
