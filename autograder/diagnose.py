@@ -100,8 +100,9 @@ def serialized_products(ptx: str, arch: int) -> str:
     """ptxas's note when it makes each tensor-core product (wgmma, sm_90) wait for the one before, '' when it does
     not or the kernel has none. Triton runs ptxas with -v but does not print its notes; this runs it again on the
     PTX. The note ("Potential Performance Loss: wgmma.mma_async instructions are serialized due to ...", C7515 and
-    its kin) costs the overlap of products the pipeline was built for: a kernel with two accumulators in a loop
-    flattened with tl.range(flatten=True) ran 0.6x of itself unflattened (results/h100/tiling_tma_wide_probe.md)."""
+    its kin) costs the overlap of products the pipeline was built for: a TMA kernel with two accumulators in a loop
+    flattened with tl.range(flatten=True) ran 0.73-0.78x as fast as unflattened
+    (results/h100/tiling_tma_wide_probe.md)."""
     import triton
 
     if arch != 90 or "wgmma.mma_async" not in ptx:
@@ -241,8 +242,8 @@ def _unserialize(reason: str) -> str:
     """What to change, for the reasons ptxas gives for serializing wgmma products."""
     if "accumulator registers" in reason:
         return ("keep every instruction that writes or reads an accumulator outside the loop of products (two "
-                "accumulators reset inside a loop flattened with tl.range(..., flatten=True) do this; unflatten it, "
-                "or keep one accumulator).")  # fmt: skip
+                "accumulators reset inside a loop flattened with tl.range(..., flatten=True) can do this; "
+                "unflatten it, or keep one accumulator).")  # fmt: skip
     if "register resources" in reason:
         return ("give each program a smaller tile or fewer accumulators, so that ptxas has the registers to keep "
                 "products in flight.")  # fmt: skip

@@ -267,8 +267,8 @@ def main() -> None:
               "`results/h100/tiling_tma_wide_probe.md`): a 192 x 128 tile written as two blocks (128 + 64 rows), "
               "96 tiles in one round, took 19.6 us against the TMA bonus's 21.4 (0.79x cuBLAS against 0.72x), and "
               "nothing at 2304^3 or 3072^3; 192 x 96 ran 0.48-0.65x (Triton splits its 32-column block over two warp "
-              "groups: products 16 columns wide). Flattened, any tile with two accumulators has its wgmma products "
-              "serialized by ptxas (note C7515), 0.58-0.66x; no solution kernel is "
+              "groups: products 16 columns wide). Flattened, as the solution's loop is, these tiles' wgmma products "
+              "are serialized by ptxas (note C7515), 0.48-0.66x; no solution kernel is "
               "(`python -m autograder portability --arch 90` checks it). Not adopted: lecture 04, section 8.",
               "- Matmul, TMA bonus: since 2026-12-06 module 04 has a bonus task, `matmul_tma`, a persistent kernel whose "
               "tiles move through tensor descriptors (lecture 04, section 8), launched with as few programs as keep the "
