@@ -44,8 +44,11 @@ CASES: list[tuple[str, str, Callable[[], tuple]]] = [
     ("rmsnorm", "rmsnorm_linear_op", lambda: (_randn(3, 37), _randn(37), _randn(5, 37), 1e-6)),
     ("rope", "rope_forward_op", lambda: (_randn(1, 2, 5, 8), _randn(5, 4), _randn(5, 4))),
     ("rope", "rope_backward_op", lambda: (_randn(1, 2, 5, 8), _randn(5, 4), _randn(5, 4))),
+    # a gradient as autograd may hand it over, strided (from attention over a (B, S, H, D) layout, say)
+    ("rope", "rope_backward_op", lambda: (_randn(1, 5, 2, 8).transpose(1, 2), _randn(5, 4), _randn(5, 4))),
     ("swiglu", "swiglu_forward_op", lambda: (_randn(3, 33), _randn(3, 33))),
     ("swiglu", "swiglu_backward_op", lambda: (_randn(3, 33), _randn(3, 33), _randn(3, 33))),
+    ("swiglu", "swiglu_backward_op", lambda: (_randn(3, 33), _randn(3, 33), _randn(33, 3).t())),
     ("fusion", "gelu_op", lambda: (_randn(5, 33),)),
     ("fusion", "softmax_op", lambda: (_randn(5, 33),)),
     ("coalescing", "transpose_op", lambda: (_randn(7, 19),)),

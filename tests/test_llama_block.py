@@ -133,6 +133,24 @@ def test_training_step_gradients_match_a_float64_block(kernels, weights, batch, 
     assert max(errors.values()) < REL_TOL[torch.float32], errors
 
 
+def test_training_step_with_pytorch_attention_compiles_under_inductor(kernels, weights):
+    """The course's RMSNorm, RoPE and SwiGLU beside PyTorch's attention, compiled by Inductor (which asserts that
+    every op's output has the strides its fake implementation promised): SDPA's backward hands RoPE's backward a
+    strided gradient, which the kernel copies first, so the fake must promise a contiguous result."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 9, TINY.hidden_size, generator=gen).to(DEVICE)
+    grad_out = torch.randn(1, 9, TINY.hidden_size, generator=gen).to(DEVICE)
+    rot = rotary_tables(TINY, 64, torch.float32, DEVICE)
+    torch._dynamo.reset()
+    forward = torch.compile(block_forward, fullgraph=True)
+    ops = course_ops(kernels, ("rmsnorm", "rope", "swiglu"))
+    grads = block_gradients(x, weights, TINY, ops, rot, grad_out, forward)
+    w64, rot64 = weights.to(torch.float64), rotary_tables(TINY, 64, torch.float64, DEVICE)
+    ref = block_gradients(x.double(), w64, TINY, torch_ops(), rot64, grad_out.double())
+    errors = {name: relative_error(grads[name], ref[name]) for name in ref}
+    assert max(errors.values()) < REL_TOL[torch.float32], errors
+
+
 @pytest.mark.parametrize("seqs", [(5, 7, 9), (1, 6)])
 def test_pytorch_attention_compiles_with_dynamic_sequence_lengths(seqs):
     """The PyTorch block's baseline under torch.compile: a new length makes the shapes dynamic, and SDPA must

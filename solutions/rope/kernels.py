@@ -197,7 +197,12 @@ def rope_forward_op(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> to
     return rope_forward(x, cos, sin)
 
 
-@OPS.op("rope_backward", "(Tensor dy, Tensor cos, Tensor sin) -> Tensor", _rope_fake)
+def _rope_backward_fake(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:  # pragma: no cover - run by torch.compile and opcheck (tests/test_custom_ops.py)
+    # contiguous whatever dy's strides, as rope_backward returns it: a strided dy is copied before the launch
+    return dy.new_empty(dy.shape)
+
+
+@OPS.op("rope_backward", "(Tensor dy, Tensor cos, Tensor sin) -> Tensor", _rope_backward_fake)
 def rope_backward_op(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     return rope_backward(dy, cos, sin)
 
