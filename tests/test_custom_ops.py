@@ -104,11 +104,14 @@ def test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors(solutions: 
     rms, fa = solutions["rmsnorm"], solutions["flash_attention"]
     x, w = _randn(4, 37), _randn(37)
     _, rstd = rms.rmsnorm_forward_op(x, w, 1e-6, True)
-    assert torch.library.opcheck(rms.rmsnorm_backward_op.overload, (x, w, rstd, _randn(4, 37)), test_utils=CHECKS)
+    # the output's gradient as given, and strided, as autograd may hand it over
+    for dy in (_randn(4, 37), _randn(37, 4).t()):
+        assert torch.library.opcheck(rms.rmsnorm_backward_op.overload, (x, w, rstd, dy), test_utils=CHECKS)
     q, k, v = _randn(1, 2, 9, 16), _randn(1, 1, 9, 16), _randn(1, 1, 9, 16)
     o, lse = fa.attention_forward_op(q, k, v, True, 0.25, True)
-    args = (q, k, v, o, lse, _randn(1, 2, 9, 16), True, 0.25)
-    assert torch.library.opcheck(fa.attention_backward_op.overload, args, test_utils=CHECKS)
+    for do in (_randn(1, 2, 9, 16), _randn(1, 9, 2, 16).transpose(1, 2)):
+        args = (q, k, v, o, lse, do, True, 0.25)
+        assert torch.library.opcheck(fa.attention_backward_op.overload, args, test_utils=CHECKS)
 
 
 # Ops opchecked by test_the_backward_ops_pass_opcheck_on_the_forwards_saved_tensors instead of a line in CASES
