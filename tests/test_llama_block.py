@@ -133,6 +133,17 @@ def test_training_step_gradients_match_a_float64_block(kernels, weights, batch, 
     assert max(errors.values()) < REL_TOL[torch.float32], errors
 
 
+def _cpp_compiler() -> str | None:
+    """The C++ compiler Inductor builds CPU kernels with, or None where there is none."""
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        return get_cpp_compiler()
+    except Exception:  # noqa: BLE001 - whatever the reason, Inductor cannot compile for the CPU here
+        return None
+
+
+@pytest.mark.skipif(DEVICE == "cpu" and _cpp_compiler() is None, reason="Inductor needs a C++ compiler on the CPU")
 def test_training_step_with_pytorch_attention_compiles_under_inductor(kernels, weights):
     """The course's RMSNorm, RoPE and SwiGLU beside PyTorch's attention, compiled by Inductor (which asserts that
     every op's output has the strides its fake implementation promised): SDPA's backward hands RoPE's backward a
