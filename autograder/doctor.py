@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from autograder.sandbox import landlock_abi
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SETUP_HINT = "run `make grade` from the repository root: it creates .venv with the pinned versions and grades from it"
 
@@ -78,6 +80,13 @@ def run_doctor(requested_device: str = "auto", smoke_timeout: float = 180.0) -> 
         d.add(True, f"GPU: {props.name} (compute capability {props.major}.{props.minor}); grading the GPU tier")
     else:
         d.add(True, "No GPU: kernels run in Triton's CPU interpreter; grading the CPU tier (float32, no speed)")
+    abi = landlock_abi()
+    if os.environ.get("AUTOGRADER_NO_LANDLOCK") == "1":
+        d.add(True, "Workers' writes: checked in Python only (AUTOGRADER_NO_LANDLOCK=1 switches Landlock off)")
+    elif abi:
+        d.add(True, f"Workers' writes: confined to their own directories by the kernel (Landlock ABI {abi})")
+    else:
+        d.add(True, "Workers' writes: checked in Python only (this kernel has no Landlock; docs/integrity.md)")
     env = dict(os.environ)
     if d.device == "cpu":
         env["TRITON_INTERPRET"] = "1"

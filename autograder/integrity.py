@@ -7,8 +7,11 @@ computed: outputs are checked, and every point computed, in the grader's own pro
 about *how* it was computed and how long it took, which only the worker can see.
 
 - An audit hook (which Python does not let anyone remove) refuses, when the submission itself asks:
-  processes, signals to other processes, writing files, ctypes, searching objects with gc, reading other
-  threads' frames, tracers, and swapping a function's code.
+  signals to other processes, writing, moving or removing files, ctypes, searching objects with gc, reading
+  other threads' frames, tracers, and swapping a function's code; and, whenever the submission's code is on
+  the stack unless Triton is compiling one of its kernels: processes (also those started through
+  `_posixsubprocess`, which raises no event) and native modules from outside the installed packages.
+  The kernel's confinement of the worker's writes (autograder/sandbox.py) does not depend on any of this.
 - Thread starts are refused the same way: a thread would run outside the grader's watch (the op
   recorder is per thread) and outside its timing.
 - Escapes from the op recorder (`_disable_current_modes` and friends) are noted.
@@ -22,6 +25,7 @@ before any frame of PyTorch, Triton, NumPy or the course's own code. Triton comp
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
 import sysconfig
@@ -31,8 +35,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-# Audit events refused when the submission asks for them, with what it tried, in words.
-REFUSED_EVENTS: dict[str, str] = {
+# Audit events that start a process or run another program, with what the submission tried, in words. Refused
+# whenever the submission's code is on the stack, through a library or not (PyTorch's multiprocessing, say), unless
+# Triton is compiling one of its kernels (its compilers): a process has none of the guards of this one.
+PROCESS_EVENTS: dict[str, str] = {
     "os.system": "ran a shell command",
     "os.exec": "replaced the worker process with another program",
     "os.fork": "forked the worker process",
@@ -40,6 +46,37 @@ REFUSED_EVENTS: dict[str, str] = {
     "os.posix_spawn": "started another process",
     "os.spawn": "started another process",
     "subprocess.Popen": "started another process",
+}
+# Audit events that create, move or remove files: (what it did, in words; which arguments are paths it changes).
+# Judged as a write to each path (see Guard._audit's "open").
+# Each path comes with the index of its dir_fd argument (a path relative to an open directory: shutil.rmtree's), or None.
+PATH_EVENTS: dict[str, tuple[str, tuple[tuple[int, int | None], ...]]] = {
+    "os.rename": ("moved a file", ((0, 2), (1, 3))),  # os.rename and os.replace
+    "os.link": ("made a hard link", ((1, 3),)),
+    "os.symlink": ("made a symbolic link", ((1, 2),)),
+    "os.truncate": ("truncated a file", ((0, None),)),
+    "os.remove": ("removed a file", ((0, 1),)),
+    "os.rmdir": ("removed a directory", ((0, 1),)),
+    "os.mkdir": ("made a directory", ((0, 2),)),
+}
+
+
+def _event_path(args: tuple, index: int, dir_fd_index: int | None) -> Any:
+    """The path an event's argument names: relative to its dir_fd where it has one, else as given (an int is a file
+    descriptor already open)."""
+    path = args[index] if index < len(args) else None
+    dir_fd = args[dir_fd_index] if dir_fd_index is not None and dir_fd_index < len(args) else None
+    if isinstance(path, (str, bytes)) and isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(os.fsdecode(path)):
+        try:
+            return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
+        except OSError:
+            return path
+    return path
+# The files of Triton's launch of a kernel: a process started, or a native module loaded, with one of them between
+# the submission's code and the event is Triton compiling the submission's kernel.
+_KERNEL_PATH_FILES = (os.path.join("triton", "runtime", "jit.py"), os.path.join("triton", "runtime", "autotuner.py"))
+# Audit events refused when the submission asks for them, with what it tried, in words.
+REFUSED_EVENTS: dict[str, str] = {
     "os.kill": "sent a signal to another process",
     "os.killpg": "sent a signal to other processes",
     "gc.get_objects": "searched the interpreter's objects with gc (to reach the grader's)",
@@ -79,10 +116,11 @@ HOST_READS = ("numpy", "tolist", "__array__")
 
 def _library_write_dirs() -> tuple[str, ...]:
     """Where PyTorch's and Triton's machinery writes while a submission's call is on the stack: Triton's cache,
-    dump and override directories (compiling a kernel), and the temporary directory (its compilers' files)."""
+    dump and override directories (compiling a kernel), the temporary directory (its compilers' files), and PyTorch's
+    compile cache. In a worker, each is the worker's own (autograder/sandbox.py)."""
     import tempfile
 
-    dirs = [tempfile.gettempdir()]
+    dirs = [tempfile.gettempdir(), os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")]
     try:
         from triton import knobs
 
@@ -90,6 +128,20 @@ def _library_write_dirs() -> tuple[str, ...]:
     except (ImportError, AttributeError):  # pragma: no cover - an older Triton: its default cache
         dirs.append(os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton"))
     return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+def _installed_dirs() -> tuple[str, ...]:
+    """Python's own library and the environment's and the user's packages: where native modules that were installed,
+    not written by the worker, live."""
+    import site
+
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    dirs = [sysconfig.get_paths().get(n) for n in names]
+    try:
+        dirs += [*site.getsitepackages(), site.getusersitepackages()]
+    except AttributeError:  # pragma: no cover - a virtualenv's old site.py
+        pass
+    return tuple(sorted({os.path.realpath(d) + os.sep for d in dirs if d}))
 
 
 def _package_dir(name: str) -> str | None:
@@ -144,6 +196,22 @@ class Guard:
             return None
         return f"kernels.py line {frame.f_lineno}"
 
+    def submission_not_via_a_kernel(self, depth: int = 2) -> str | None:
+        """'kernels.py line N' for the innermost frame of the submission's file on the stack, unless Triton's launch of
+        a kernel (`_KERNEL_PATH_FILES`) lies between it and the event: for what a library does on the submission's
+        behalf only when it compiles a kernel (start compilers, load the launcher it built)."""
+        frame = sys._getframe(depth)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not filename.startswith("<"):
+                path = self._realpath(filename)
+                if path == self.submission_file:
+                    return f"kernels.py line {frame.f_lineno}"
+                if path.endswith(_KERNEL_PATH_FILES) and path.startswith(self._trusted):
+                    return None
+            frame = frame.f_back
+        return None
+
     def submission_on_stack(self, depth: int = 2) -> str | None:
         """'kernels.py line N' for the innermost frame of the submission's file anywhere on the stack, trusted frames
         in between or not: for what no library does on its own behalf (writing outside its caches)."""
@@ -190,7 +258,10 @@ class Guard:
         trusted.append(os.path.realpath(os.path.dirname(__file__)) + os.sep)  # the grader's own code
         self._trusted = tuple(t for t in trusted if t)
         self._write_dirs = _library_write_dirs()
+        self._native_suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+        self._installed_dirs = _installed_dirs()
         self._wrap_thread_starts()
+        self._wrap_process_starts()
         self._wrap_mode_escapes()
         self._wrap_host_reads()
         sys.addaudithook(self._audit)
@@ -210,6 +281,36 @@ class Guard:
             if where:
                 self.refuse(f"opened {args[0]!r} for writing", where)
                 raise PermissionError(f"the autograder refuses to let a submission write {args[0]!r}")
+            return
+        if event in PATH_EVENTS:
+            what, which = PATH_EVENTS[event]
+            for index, dir_fd_index in which:
+                target = _event_path(args, index, dir_fd_index)
+                if target is None:
+                    continue
+                where = self.culprit() or (None if self._writable(target) else self.submission_on_stack())
+                if where:
+                    self.refuse(f"{what} ({target!r})", where)
+                    raise PermissionError(f"the autograder refuses to let a submission change {target!r}")
+            return
+        if event in PROCESS_EVENTS:
+            where = self.culprit() or self.submission_not_via_a_kernel()
+            if where:
+                self.refuse(PROCESS_EVENTS[event], where)
+                raise PermissionError(f"the autograder refuses to let a submission do this: it {PROCESS_EVENTS[event]}")
+            return
+        if event == "import":
+            # A native module (code no guard here sees run) from anywhere but the installed packages: a library's own
+            # extensions load as usual, and Triton loads the launcher it built for a kernel from its cache.
+            filename = args[1] if len(args) > 1 else None
+            if not isinstance(filename, str) or not filename.endswith(self._native_suffixes):
+                return
+            if os.path.realpath(filename).startswith(self._installed_dirs + self._trusted):
+                return
+            where = self.culprit() or self.submission_not_via_a_kernel()
+            if where:
+                self.refuse(f"loaded native code ({filename!r})", where)
+                raise PermissionError("the autograder refuses to let a submission load native code")
             return
         if event in _CODE_EVENTS or event == "marshal.loads":
             # Made by the submission's own line (not by the import system loading a library's module for it):
@@ -268,6 +369,33 @@ class Guard:
                 original = getattr(module, name, None)
                 if callable(original) and not hasattr(original, "__wrapped_original__"):
                     setattr(module, name, wrap(original))
+
+    def _wrap_process_starts(self) -> None:
+        """multiprocessing's spawn and fork servers start programs through _posixsubprocess.fork_exec, which raises
+        no audit event (subprocess.Popen raises its own first, and keeps a reference of its own): both references are
+        judged here as the process events are. A Python wrapper can be got round; the kernel's confinement of the
+        worker (autograder/sandbox.py) binds every process it starts."""
+        import subprocess
+
+        try:
+            import _posixsubprocess
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        guard = self
+        for module, name in ((_posixsubprocess, "fork_exec"), (subprocess, "_fork_exec")):
+            original = getattr(module, name, None)
+            if not callable(original) or getattr(original, "_autograder_guarded", False):
+                continue
+
+            def fork_exec(*args: Any, __original: Any = original, **kwargs: Any) -> Any:
+                where = guard.culprit() or guard.submission_not_via_a_kernel()
+                if where:
+                    guard.refuse("started another process", where)
+                    raise PermissionError("the autograder refuses to let a submission start a process")
+                return __original(*args, **kwargs)
+
+            fork_exec._autograder_guarded = True  # type: ignore[attr-defined]
+            setattr(module, name, fork_exec)
 
     def _wrap_mode_escapes(self) -> None:
         import importlib

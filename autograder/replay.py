@@ -152,12 +152,16 @@ class Replay:
         storage = state.storages.get(sid)
         return storage if storage is not None else self._allocate(sid, state)
 
-    def tensor(self, ref: list, state: State) -> torch.Tensor:
+    def tensor(self, ref: list, state: State, fresh: bool = False) -> torch.Tensor:
+        """The recorded tensor as a view of the replay's memory. `fresh`: a tensor object of its own, for an op,
+        which may change its shape, strides or memory in place (set_, resize_, t_ ...): such a change must reach
+        only the tensor the op was given, as in the worker, and never the view that a launch or the call's output
+        finds under the same record."""
         if not (isinstance(ref, list) and len(ref) == 6):
             raise ReplayRefused("The record of your call is malformed.")
         sid, offset, shape, stride, dtype, _device = ref
         key = (sid, offset, tuple(shape), tuple(stride), dtype)
-        view = state.views.get(key)
+        view = None if fresh else state.views.get(key)
         if view is None:
             if dtype not in _DTYPES or not isinstance(offset, int) or not all(isinstance(s, int) for s in shape + stride):
                 raise ReplayRefused("The record of your call is malformed.")
@@ -166,7 +170,8 @@ class Replay:
                 view.set_(self._storage(str(sid), state), offset, tuple(shape), tuple(stride))
             except RuntimeError as exc:
                 raise ReplayRefused(f"The record of your call describes a tensor outside its memory ({exc}).") from None
-            state.views[key] = view
+            if not fresh:
+                state.views[key] = view
         return view
 
     def bind(self, inputs: dict[str, torch.Tensor]) -> State:
@@ -200,18 +205,19 @@ class Replay:
 
     # -- values ----------------------------------------------------------------------------------
 
-    def decode(self, value: Any, state: State) -> Any:
+    def decode(self, value: Any, state: State, fresh: bool = False) -> Any:
+        """A recorded value as the replay's object; `fresh`: every tensor an object of its own (see `tensor`)."""
         if value is None or type(value) in (bool, int, float, str):
             return value
         if isinstance(value, list):
-            return [self.decode(v, state) for v in value]
+            return [self.decode(v, state, fresh) for v in value]
         if not isinstance(value, dict) or len(value) != 1:
             raise ReplayRefused("The record of your call is malformed.")
         (kind, inner), = value.items()
         if kind == "T":
-            return self.tensor(inner, state)
+            return self.tensor(inner, state, fresh)
         if kind == "tuple" and isinstance(inner, list):
-            return tuple(self.decode(v, state) for v in inner)
+            return tuple(self.decode(v, state, fresh) for v in inner)
         if kind == "S":
             return self._storage(str(inner), state)
         if kind == "dtype" and inner in _DTYPES:
@@ -289,8 +295,8 @@ class Replay:
                 op = self._op(qualified)
                 if op_name(qualified) == SCALAR_READ:
                     continue  # its value is already in the arguments that used it
-                args = self.decode(entry.get("args", []), state)
-                kwargs = self.decode_kwargs(entry.get("kwargs", {}), state)
+                args = self.decode(entry.get("args", []), state, fresh=True)
+                kwargs = self.decode_kwargs(entry.get("kwargs", {}), state, fresh=True)
                 self._bind_out(entry.get("out"), op(*args, **kwargs), state)
             elif kind == "launch":
                 self._launch(index, entry, state)
@@ -301,10 +307,10 @@ class Replay:
             outputs[name] = self.decode(encoded, state)
         return outputs
 
-    def decode_kwargs(self, kwargs: Any, state: State) -> dict:
+    def decode_kwargs(self, kwargs: Any, state: State, fresh: bool = False) -> dict:
         if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise ReplayRefused("The record of your call is malformed.")
-        return {k: self.decode(v, state) for k, v in kwargs.items()}
+        return {k: self.decode(v, state, fresh) for k, v in kwargs.items()}
 
     def _launch(self, index: int, entry: dict, state: State) -> None:
         name = str(entry.get("kernel", "?"))

@@ -34,6 +34,7 @@ from typing import Any
 
 from autograder.lifecycle import watch_lifeline
 from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_course_op  # noqa: F401  (one policy, see policy.py)
+from autograder.sandbox import confine_worker
 from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape, tensor_descriptor_type
 
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
@@ -356,7 +357,14 @@ def describe_call_error(exc: BaseException, task: str, submission_file: str) -> 
     kind = type(exc).__name__
     if kind in ("CompilationError", "InterpreterError"):
         return "error", f"Triton could not run your kernel{_where(exc, submission_file)}:\n{_first_lines(str(exc))}"
-    return "error", f"The call raised {kind}: {_first_lines(str(exc), 3)}{_where(exc, submission_file)}"
+    message = f"The call raised {kind}: {_first_lines(str(exc), 3)}{_where(exc, submission_file)}"
+    if any(isinstance(e, PermissionError) and e.errno is not None for e in chain):  # the system's refusal, not a guard's
+        message += (
+            " A graded call may write files only in the worker's own directories (Triton's cache and temporary "
+            "files: autograder/sandbox.py). If your code did not ask for this write, grade again with "
+            "AUTOGRADER_NO_LANDLOCK=1 and tell your instructor."
+        )
+    return "error", message
 
 
 def describe_import_error(exc: BaseException, submission_file: str) -> str:
@@ -637,6 +645,13 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     sys.path.insert(0, str(Path(submission_file).parent))
     from course.loader import load_module
 
+    if session.device.type == "cuda":  # Triton's driver utilities, from the trusted cache, before the worker has its own
+        import triton.runtime.driver
+
+        triton.runtime.driver.active.utils  # noqa: B018
+    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
+    confinement = confine_worker(submission_file)
+    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}", file=sys.stderr)
     session.arm()
     module: ModuleType | None = None
     try:

@@ -113,12 +113,17 @@ CHEAT_RESULTS = {
     "smuggled_values": ("case", "failed", REPLAYED),
     "forged_tape": ("case", "failed", REPLAYED),
     "forged_alias": ("case", "failed", "shares memory with the input"),
+    "alias_set_in_place": ("case", "failed", REPLAYED),
     "borrowed_course_op": ("case", "failed", "not from your kernels.py"),
     # Their defences do not depend on what the assignment computes: graded on the first assignment only.
     "compile_reference": ("case", "failed", "computed with PyTorch"),
     "own_course_op": ("case", "failed", "computed with PyTorch"),
     "reenable_compile": ("case", "failed", "switched torch.compile back on"),
     "thread_compute": ("case", "error", "started a thread"),
+    "process_through_a_library": ("case", "error", "started another process"),
+    "move_into_place": ("case", "error", "moved a file"),
+    "native_module": ("case", "error", "loaded native code"),
+    "build_native_module": ("case", "error", "started another process"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
     "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
     "gc_tamper": ("case", "error", "searched the interpreter's objects with gc"),
@@ -146,7 +151,7 @@ ON_A_GPU = {
 RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatch_mode_stack", "function_globals",
                   "hook_closure", "inspect_stack", "traceback_walk_stack", "profiler_hook", "reimport_worker",
                   "launcher_window", "stale_buffer", "jit_python_escape", "smuggled_values", "forged_tape",
-                  "forged_alias"]  # fmt: skip
+                  "forged_alias", "alias_set_in_place"]  # fmt: skip
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
                   "cache_by_shape", "replay_after_warmup", "branch_on_timing", "borrowed_course_op", *RECORD_ATTACKS]  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]

@@ -1,0 +1,157 @@
+"""Where a worker may write: its own directories, enforced by the kernel where Linux allows it.
+
+The trusted processes (the grader, the replayer) load code from files: Python modules from the repository and
+site-packages, and Triton's compiled modules (its driver's utilities, each kernel's launcher) from Triton's cache. A
+worker that could write any of those files would run its code in a trusted process the next time it loads one,
+whatever the other defences say: a module planted on the grader's import path, or a native module stored in
+Triton's cache under the key of Triton's own driver, which the replayer loads at its first launch.
+
+So a worker gets directories of its own before the submission is imported (`confine_worker`):
+
+- Triton's cache, dump and override directories of its own (and PyTorch's compile cache), keyed by the submission's
+  contents: a submission reuses what it compiled before, and never shares a cache with another submission or with
+  the trusted processes;
+- a temporary directory of its own (Triton's compilers write there);
+- and, where the kernel has Landlock (Linux 5.13 or later, enabled), a Landlock domain that allows writes only
+  beneath those directories and /dev (the GPU's device files). The kernel enforces it on the worker, on native
+  code it loads and on every process it starts, none of which the Python-level guards of autograder/integrity.py
+  can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says what they miss).
+
+Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+# Landlock's system calls have the same numbers on every architecture (include/uapi/asm-generic/unistd.h).
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Access rights (include/uapi/linux/landlock.h): every right that creates, changes or removes a file.
+_WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+_MAKE_CHAR, _MAKE_DIR, _MAKE_REG, _MAKE_SOCK, _MAKE_FIFO, _MAKE_BLOCK, _MAKE_SYM = (1 << n for n in range(6, 13))
+_REFER = 1 << 13  # ABI 2: links and renames across directories
+_TRUNCATE = 1 << 14  # ABI 3
+_WRITES_V1 = (_WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE_CHAR | _MAKE_DIR | _MAKE_REG | _MAKE_SOCK | _MAKE_FIFO
+              | _MAKE_BLOCK | _MAKE_SYM)  # fmt: skip
+
+WORKER_DIR = "autograder-worker"  # beside Triton's cache directory: <its parent>/autograder-worker/<submission key>/
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What `confine_worker` set up: the worker's directories, and whether the kernel enforces them."""
+
+    root: str  # the submission's own directory: Triton's cache, dumps and overrides, and its temporary files
+    temp: str
+    enforced: str  # "Landlock ABI N", or why the kernel does not enforce it ("" never)
+
+    @property
+    def by_the_kernel(self) -> bool:
+        return self.enforced.startswith("Landlock")
+
+
+def _syscall() -> ctypes._CFuncPtr | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    fn = libc.syscall
+    fn.restype = ctypes.c_long
+    return fn
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 where there is none (not Linux, too old, switched off, or refused by a
+    container's seccomp filter)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    syscall = _syscall()
+    if syscall is None:
+        return 0
+    version = syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    return int(version) if version > 0 else 0
+
+
+def restrict_writes(writable: list[str]) -> str:
+    """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
+    `writable` (directories that exist). Irreversible. Returns "Landlock ABI N", or why it was not applied."""
+    abi = landlock_abi()
+    if abi < 1:
+        return "no Landlock in this kernel"
+    syscall = _syscall()
+    assert syscall is not None
+    handled = _WRITES_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(handled)
+    ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"
+    try:
+        for path in writable:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+            try:
+                rule = _PathBeneathAttr(handled, fd)
+                if syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                    return f"Landlock refused a rule for {path} ({os.strerror(ctypes.get_errno())})"
+            finally:
+                os.close(fd)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
+        if syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            return f"Landlock could not restrict the process ({os.strerror(ctypes.get_errno())})"
+    finally:
+        os.close(ruleset)
+    return f"Landlock ABI {abi}"
+
+
+def submission_key(submission_file: str) -> str:
+    with open(submission_file, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def worker_root(submission_file: str) -> str:
+    """<the parent of Triton's cache directory>/autograder-worker/<the submission's key>."""
+    from triton import knobs
+
+    return os.path.join(os.path.dirname(os.path.realpath(knobs.cache.dir)), WORKER_DIR, submission_key(submission_file))
+
+
+def confine_worker(submission_file: str) -> Confinement:
+    """Give this worker its own Triton directories and temporary directory, then let it write nowhere else.
+
+    Call it before the submission is imported and after everything the worker needs from elsewhere is open: the
+    CUDA context, the log, the grader's pipes (open files stay usable)."""
+    from triton import knobs
+
+    root = worker_root(submission_file)
+    dirs = {name: os.path.join(root, name) for name in ("cache", "dump", "override", "tmp", "inductor")}
+    for path in dirs.values():
+        os.makedirs(path, exist_ok=True)
+    knobs.cache.dir, knobs.cache.dump_dir, knobs.cache.override_dir = dirs["cache"], dirs["dump"], dirs["override"]
+    os.environ.update(TRITON_CACHE_DIR=dirs["cache"], TRITON_DUMP_DIR=dirs["dump"], TRITON_OVERRIDE_DIR=dirs["override"])
+    os.environ.update(TMPDIR=dirs["tmp"], TEMP=dirs["tmp"], TMP=dirs["tmp"])  # the compilers Triton starts
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = dirs["inductor"]  # PyTorch's compile caches (torch.compile is off in a worker)
+    tempfile.tempdir = dirs["tmp"]
+    if os.environ.get("AUTOGRADER_NO_LANDLOCK") == "1":
+        enforced = "switched off (AUTOGRADER_NO_LANDLOCK=1)"
+    else:
+        enforced = restrict_writes([root, "/dev"])
+    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced)

@@ -1,0 +1,137 @@
+"""The worker's own directories (autograder/sandbox.py): Triton's cache apart from the trusted processes', keyed by the
+submission, and, where the kernel has Landlock, writes refused everywhere else, to native code and to every process
+the worker starts (which the Python-level guards cannot see)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+from conftest import REPO_ROOT
+
+# Run in a fresh interpreter (Landlock cannot be undone): confine, then try to write in and out of the worker's
+# directories, from Python, from a process started with no audit event, and by a rename out of the temporary
+# directory. Prints what happened as JSON.
+_CHILD = r"""
+import json, os, sys, tempfile
+import multiprocessing.util as mp_util
+from autograder.sandbox import confine_worker
+
+submission, outside = sys.argv[1], sys.argv[2]
+c = confine_worker(submission)
+seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir()}
+
+def attempt(name, fn):
+    try:
+        fn()
+        seen[name] = "written"
+    except PermissionError:
+        seen[name] = "refused"
+
+def write(path):
+    with open(path, "w") as f:
+        f.write("x")
+
+attempt("inside", lambda: write(os.path.join(c.temp, "scratch.txt")))
+attempt("outside", lambda: write(os.path.join(outside, "planted.py")))
+attempt("rename_out", lambda: (write(os.path.join(c.temp, "staged.py")),
+                               os.replace(os.path.join(c.temp, "staged.py"), os.path.join(outside, "moved.py"))))
+exe = os.fsencode(sys.executable)
+code = ("open(%r, 'w').write('x')" % os.path.join(outside, "from_a_child.py")).encode()
+pid = mp_util.spawnv_passfds(exe, [exe, b"-c", code], ())
+seen["child_exit"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print(json.dumps(seen))
+"""
+
+
+def _confined(tmp_path: Path, env: dict[str, str] | None = None) -> dict:
+    submission = tmp_path / "kernels.py"
+    submission.write_text("# a submission\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    environ = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "trusted" / "cache"), "PYTHONPATH": str(REPO_ROOT),
+               **(env or {})}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(submission), str(outside)], env=environ, capture_output=True,
+                          text=True, timeout=120, cwd=REPO_ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_worker_gets_triton_directories_of_its_own_keyed_by_the_submission(tmp_path: Path) -> None:
+    seen = _confined(tmp_path, {"AUTOGRADER_NO_LANDLOCK": "1"})
+    trusted = tmp_path / "trusted"
+    assert seen["root"] == str((trusted / sandbox.WORKER_DIR / sandbox.submission_key(str(tmp_path / "kernels.py"))).resolve())
+    assert seen["tempdir"] == os.path.join(seen["root"], "tmp")
+    assert not (trusted / "cache").exists()  # the trusted processes' cache is not the worker's
+    assert seen["enforced"].startswith("switched off")
+    one, two = tmp_path / "a.py", tmp_path / "b.py"
+    one.write_text("x = 1\n")
+    two.write_text("x = 2\n")
+    assert sandbox.submission_key(str(one)) != sandbox.submission_key(str(two))
+
+
+@pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel has no Landlock")
+def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories(tmp_path: Path) -> None:
+    seen = _confined(tmp_path)
+    assert seen["enforced"] == f"Landlock ABI {sandbox.landlock_abi()}"
+    assert seen["inside"] == "written"
+    assert (seen["outside"], seen["rename_out"]) == ("refused", "refused")
+    assert seen["child_exit"] != 0  # the child's open raised PermissionError: it inherits the domain
+    assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
+
+
+def test_without_landlock_the_same_child_writes_where_it_likes(tmp_path: Path) -> None:
+    """The control: what the kernel stops above is possible without it (the Python-level guards never see it)."""
+    seen = _confined(tmp_path, {"AUTOGRADER_NO_LANDLOCK": "1"})
+    assert (seen["outside"], seen["child_exit"]) == ("written", 0)
+    assert (tmp_path / "outside" / "from_a_child.py").exists()
+
+
+# What a worker does on a GPU at a kernel's first launch, here without one: Triton compiles the kernel for sm_90
+# (ptxas writes its temporary files), builds a native module with the C compiler, stores both in its cache and loads
+# the module. All of it must work inside the worker's directories.
+_COMPILE = r"""
+import json, os, sys
+from autograder.sandbox import confine_worker
+c = confine_worker(sys.argv[1])
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.runtime.build import compile_module_from_src
+
+@triton.jit
+def double(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+src = triton.compiler.ASTSource(fn=double, signature={"x_ptr": "*fp32", "n": "i32"}, constexprs={"BLOCK": 128})
+cubin = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["cubin"]
+module = compile_module_from_src(
+    '#include <Python.h>\nstatic struct PyModuleDef d = {PyModuleDef_HEAD_INIT, "sandbox_probe", NULL, -1, NULL};\n'
+    'PyMODINIT_FUNC PyInit_sandbox_probe(void) { return PyModule_Create(&d); }\n', "sandbox_probe")
+print(json.dumps({"enforced": c.enforced, "root": c.root, "cubin": len(cubin), "module": module.__file__}))
+"""
+
+
+@pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel has no Landlock")
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_triton_compiles_a_kernel_and_loads_what_it_built_inside_the_confinement(tmp_path: Path) -> None:
+    submission = tmp_path / "kernels.py"
+    submission.write_text("# a submission\n")
+    environ = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "trusted" / "cache"), "PYTHONPATH": str(REPO_ROOT)}
+    environ.pop("TRITON_INTERPRET", None)
+    probe = tmp_path / "probe.py"  # a file: Triton reads a kernel's source from it
+    probe.write_text(_COMPILE)
+    done = subprocess.run([sys.executable, str(probe), str(submission)], env=environ, capture_output=True, text=True,
+                          timeout=300, cwd=REPO_ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["enforced"].startswith("Landlock") and seen["cubin"] > 0
+    assert seen["module"].startswith(os.path.join(seen["root"], "cache") + os.sep)
+    assert not (tmp_path / "trusted" / "cache").exists()
