@@ -61,11 +61,7 @@ class Confinement:
 
     root: str  # the submission's own directory: Triton's cache, dumps and overrides, and its temporary files
     temp: str
-    enforced: str  # "Landlock ABI N", or why the kernel does not enforce it ("" never)
-
-    @property
-    def by_the_kernel(self) -> bool:
-        return self.enforced.startswith("Landlock")
+    enforced: str  # "Landlock ABI N", or why the kernel does not enforce it
 
 
 def _syscall() -> ctypes._CFuncPtr | None:
@@ -105,7 +101,10 @@ def restrict_writes(writable: list[str]) -> str:
         return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"
     try:
         for path in writable:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+            except OSError as exc:
+                return f"no Landlock: {path} cannot be opened ({exc.strerror})"
             try:
                 rule = _PathBeneathAttr(handled, fd)
                 if syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
