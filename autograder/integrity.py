@@ -175,19 +175,24 @@ class Guard:
             path = self._real_files[filename] = os.path.realpath(filename)
         return path
 
-    def culprit(self, depth: int = 2) -> str | None:
-        """'kernels.py line N' when the submission caused what is happening now, else None."""
-        frame = sys._getframe(depth)
+    def _submission_frame(self, frame: Any, stop: Callable[[str], bool]) -> str | None:
+        """Walking out from `frame`: 'kernels.py line N' at the first frame of the submission's file, None at a frame
+        whose file `stop` names first, or at the end of the stack."""
         while frame is not None:
             filename = frame.f_code.co_filename
             if not filename.startswith("<"):
                 path = self._realpath(filename)
                 if path == self.submission_file:
                     return f"kernels.py line {frame.f_lineno}"
-                if path.startswith(self._trusted):
+                if stop(path):
                     return None
             frame = frame.f_back
         return None
+
+    def culprit(self, depth: int = 2) -> str | None:
+        """'kernels.py line N' when the submission caused what is happening now (no frame of PyTorch, Triton, NumPy,
+        the course or the grader in between), else None."""
+        return self._submission_frame(sys._getframe(depth), lambda path: path.startswith(self._trusted))
 
     def direct_caller(self, depth: int = 2) -> str | None:
         """'kernels.py line N' when the frame that raised the event is the submission's own, else None."""
@@ -200,28 +205,14 @@ class Guard:
         """'kernels.py line N' for the innermost frame of the submission's file on the stack, unless Triton's launch of
         a kernel (`_KERNEL_PATH_FILES`) lies between it and the event: for what a library does on the submission's
         behalf only when it compiles a kernel (start compilers, load the launcher it built)."""
-        frame = sys._getframe(depth)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if not filename.startswith("<"):
-                path = self._realpath(filename)
-                if path == self.submission_file:
-                    return f"kernels.py line {frame.f_lineno}"
-                if path.endswith(_KERNEL_PATH_FILES) and path.startswith(self._trusted):
-                    return None
-            frame = frame.f_back
-        return None
+        return self._submission_frame(
+            sys._getframe(depth), lambda path: path.endswith(_KERNEL_PATH_FILES) and path.startswith(self._trusted)
+        )
 
     def submission_on_stack(self, depth: int = 2) -> str | None:
         """'kernels.py line N' for the innermost frame of the submission's file anywhere on the stack, trusted frames
         in between or not: for what no library does on its own behalf (writing outside its caches)."""
-        frame = sys._getframe(depth)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if not filename.startswith("<") and self._realpath(filename) == self.submission_file:
-                return f"kernels.py line {frame.f_lineno}"
-            frame = frame.f_back
-        return None
+        return self._submission_frame(sys._getframe(depth), lambda path: False)
 
     def _writable(self, target: Any) -> bool:
         """Whether a write to `target` (a path, or a file descriptor) is one a library makes while the submission's
