@@ -273,7 +273,13 @@ def _resolve_attribute(node: ast.Attribute, env: dict[str, Any]) -> Any:
 
 
 def _safe_object(value: Any) -> bool:
-    """Something a kernel may name: triton.language and its parts, math, a number, a Triton dtype."""
+    """Something a kernel may name: triton.language and its parts, math, a number, a Triton dtype.
+
+    Of the language's callables only those the code generator treats as device code are taken: its builtins, its
+    own @jit and constexpr functions, its classes, and the empty stubs a backend fills in (libdevice). Every other
+    function of triton.language is host-side Python (`str_to_ty` evaluates a string with eval(); `dispatch`,
+    `extern`, `builtin` build functions), and the code generator would call it like any Python function, in the
+    trusted replayer."""
     import triton
 
     if isinstance(value, types.ModuleType):
@@ -282,13 +288,43 @@ def _safe_object(value: Any) -> bool:
         return True
     if _plain_value(value):
         return True
+    if isinstance(value, types.BuiltinFunctionType):
+        return value in vars(math).values()
+    if isinstance(value, _triton_function_types()):  # Triton's own @jit and constexpr functions (tl.sum, tl.zeros ...)
+        module = getattr(value.fn, "__module__", None) or ""
+        return module.startswith("triton.language") and not module.startswith(_HOST_MODULES)
     module = getattr(value, "__module__", None) or ""
-    if module.startswith(_SAFE_MODULE_PREFIXES):
+    if not module.startswith("triton.language") or module.startswith(_HOST_MODULES):
+        return False
+    if getattr(value, "__triton_builtin__", False) or isinstance(value, type):
         return True
-    wrapped = getattr(value, "fn", None)  # Triton's own @jit functions (tl.sum, tl.zeros ...), compiled or interpreted
-    if isinstance(wrapped, types.FunctionType) and (wrapped.__module__ or "").startswith("triton.language"):
-        return True
-    return isinstance(value, types.BuiltinFunctionType) and value in vars(math).values()
+    return isinstance(value, types.FunctionType) and _empty_stub(value)
+
+
+def _triton_function_types() -> tuple[type, ...]:
+    """JITFunction, the interpreter's InterpretedFunction and ConstexprFunction, as this Triton has them."""
+    import triton.runtime.jit as jit
+
+    kinds = [jit.JITFunction] + [getattr(jit, "ConstexprFunction")] * hasattr(jit, "ConstexprFunction")
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        kinds.append(InterpretedFunction)
+    except ImportError:
+        pass
+    return tuple(kinds)
+
+
+# Modules of triton.language that are the code generator's own machinery, never named by a kernel.
+_HOST_MODULES = ("triton.language.semantic",)
+
+
+def _empty_stub(fn: types.FunctionType) -> bool:
+    """A function whose body is only `...` or a docstring (libdevice's, which a backend replaces): it calls nothing."""
+    import dis
+
+    idle = {"RESUME", "NOP", "LOAD_CONST", "RETURN_CONST", "RETURN_VALUE", "CACHE", "POP_TOP"}
+    return all(i.opname in idle for i in dis.get_instructions(fn))
 
 
 # --------------------------------------------------------------------------------------------------
