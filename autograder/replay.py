@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from autograder.policy import SCALAR_READ, is_allowed, op_name, shown
+from autograder.tape import launch_problem
 
 POISON = 0xFF  # a storage the tape never filled: NaN in every float format, -1 in every integer one
 MAX_GRID = 1 << 31
@@ -232,6 +233,8 @@ class Replay:
             return self._tl_dtypes[inner]
         if kind == "desc" and isinstance(inner, dict) and self._descriptor is not None:
             fields = {k: self.decode(v, state) for k, v in inner.items()}
+            if not isinstance(fields.get("base"), torch.Tensor):
+                raise ReplayRefused("The record of your call holds a tensor descriptor over something that is not a tensor.")
             try:
                 return self._descriptor(**fields)
             except TypeError as exc:
@@ -328,6 +331,9 @@ class Replay:
             raise ReplayRefused(f"The launch of {name} has a grid the grader cannot replay ({grid!r}).")
         args = self.decode(entry.get("args", []), state)
         kwargs = self.decode_kwargs(entry.get("kwargs", {}), state)
+        problem = launch_problem(kernel, args, kwargs)  # before anything compiles the kernel with those values
+        if problem:
+            raise ReplayRefused(problem)
         if self.check is not None and index not in self.checked:
             problem = self.check(name, args, kwargs)
             if problem:

@@ -183,9 +183,14 @@ class Tape:
         except Unrecordable as exc:
             self._note(f"The PyTorch op {shown(entry['op'])} returned a {exc}, which the grader cannot record.")
 
-    def launch(self, fn: Any, args: Any, kwargs: dict) -> dict | None:
-        """Record a Triton launch before it runs; the grid is filled in when Triton evaluates it."""
+    def launch(self, fn: Any, args: Any, kwargs: dict, kernel: Any = None) -> dict | None:
+        """Record a Triton launch before it runs; the grid is filled in when Triton evaluates it. `kernel`: the
+        JITFunction or InterpretedFunction launched, whose constexpr parameters must get compile-time values."""
         if self._full():
+            return None
+        problem = launch_problem(kernel, args, kwargs) if kernel is not None else ""
+        if problem:
+            self._note(problem)
             return None
         code = getattr(fn, "__code__", None)
         entry = {"kind": "launch", "kernel": getattr(fn, "__qualname__", getattr(fn, "__name__", "?")),
@@ -249,6 +254,83 @@ def tensor_descriptor_type() -> type | None:
     except ImportError:
         return None
     return TensorDescriptor
+
+
+# --------------------------------------------------------------------------------------------------
+# What a kernel's parameters may be given (the worker's tape, and the replay, judge each launch by it)
+# --------------------------------------------------------------------------------------------------
+
+_CONSTEXPR_NAMES: dict[int, tuple[Any, tuple[str, ...], frozenset[str]]] = {}
+
+
+def _parameters(kernel: Any) -> tuple[tuple[str, ...], frozenset[str]]:
+    """A JITFunction's or InterpretedFunction's parameters in order, and which of them Triton treats as constexpr."""
+    cached = _CONSTEXPR_NAMES.get(id(kernel))
+    if cached is not None and cached[0] is kernel:
+        return cached[1], cached[2]
+    params = getattr(kernel, "params", None)
+    if params is None:  # the interpreter's wrapper: Triton's own reading of the same function
+        from triton.runtime.jit import JITFunction
+
+        params = JITFunction(kernel.fn).params
+    names = tuple(p.name for p in params)
+    constexprs = frozenset(p.name for p in params if p.is_constexpr)
+    _CONSTEXPR_NAMES[id(kernel)] = (kernel, names, constexprs)
+    return names, constexprs
+
+
+def _compile_time_value(value: Any) -> bool:
+    """What a constexpr parameter may hold: a number, a bool, a string, None, a dtype, or a tuple of these."""
+    import numbers
+
+    if value is None or isinstance(value, (bool, str, numbers.Number)):
+        return not hasattr(value, "data_ptr")  # a 0-d tensor is not a Number, but be sure
+    if isinstance(value, tuple):
+        return all(_compile_time_value(v) for v in value)
+    kind = type(value)
+    if kind.__module__.startswith("triton.language") and kind.__name__ == "constexpr":
+        return _compile_time_value(value.value)
+    if kind.__module__.startswith("triton.language") and kind.__name__ in ("dtype", "pointer_type"):
+        return True
+    return kind.__module__ == "torch" and kind.__name__ == "dtype"
+
+
+# Launch options a graded launch may set: how the kernel is compiled and launched, nothing that names a file, a
+# compiler's command line or another target (ptx_options, ir_override, extern_libs, instrumentation_mode, arch ...),
+# which in the replayer would have Triton's compilers read or write where the submission says.
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_pdl",
+                            "launch_cooperative_grid", "debug", "sanitize_overflow"})  # fmt: skip
+
+
+def launch_problem(kernel: Any, args: Any, kwargs: dict) -> str:
+    """A sentence when a launch gives a constexpr parameter anything but a compile-time value, or sets a launch
+    option outside LAUNCH_OPTIONS; else ''.
+
+    Triton hands a constexpr argument to the kernel body untouched. A tensor there is a PyTorch tensor inside the
+    kernel: its methods that share names with Triton's (sum, rsqrt, softmax, reshape ...) compute with PyTorch while
+    the kernel is compiled, and under the interpreter while it runs, and no recorder sees them."""
+    try:
+        names, constexprs = _parameters(kernel)
+    except Exception:  # noqa: BLE001  (Triton could not read the function: its launch fails on its own)
+        return ""
+    kernel_name = getattr(getattr(kernel, "fn", None), "__name__", "a kernel")
+    for option, value in kwargs.items():
+        if option not in names and option not in LAUNCH_OPTIONS and value is not None:  # None: Triton's default
+            return (
+                f"Your launch of {kernel_name} sets `{option}`, which is neither a parameter of the kernel nor a launch "
+                f"option the grader replays ({', '.join(sorted(LAUNCH_OPTIONS))})."
+            )
+    given = dict(zip(names, args))
+    given.update((k, v) for k, v in kwargs.items() if k in names)
+    for name in names:
+        if name in constexprs and name in given and not _compile_time_value(given[name]):
+            what = type(given[name]).__name__
+            return (
+                f"Your launch of {kernel_name} passes a {what} to its constexpr parameter `{name}`. A constexpr "
+                "takes a number, a bool, a string, None or a dtype, fixed when the kernel is compiled: pass tensors "
+                "to pointer parameters (without tl.constexpr) and load from them in the kernel."
+            )
+    return ""
 
 
 # --------------------------------------------------------------------------------------------------

@@ -228,7 +228,7 @@ def _install_launch_hooks() -> None:
                 with _disable_current_modes():  # the launcher's own tensor bookkeeping is not the submission's
                     if launching and watch.tape is not None and not watch.benchmarking:
                         options = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
-                        entry = watch.tape.launch(fn, args, options)
+                        entry = watch.tape.launch(fn, args, options, kernel=self)
                         grid = kwargs.get("grid")
                         if callable(grid):
                             kwargs["grid"] = GridRecorder(grid, watch.tape, entry)
@@ -744,8 +744,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list)
     torch.utils.deterministic.fill_uninitialized_memory = True  # torch.empty hands out NaN
     if device.type == "cuda":
         # Blocks the caching allocator hands out next hold NaN too, not a stale answer.
-        poison = torch.full((64 << 20,), float("nan"), device=device)
-        del poison
+        torch.full((64 << 20,), float("nan"), device=device)  # freed at once, NaN left in the blocks
     tape.bind_inputs({**inputs, **prepared})
     _WATCH = watch
     session.guard.in_call = True

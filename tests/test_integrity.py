@@ -124,6 +124,8 @@ CHEAT_RESULTS = {
     "move_into_place": ("case", "error", "moved a file"),
     "native_module": ("case", "error", "loaded native code"),
     "build_native_module": ("case", "error", "started another process"),
+    "tensor_as_constexpr": ("case", "failed", "passes a Tensor to its constexpr parameter `X`"),
+    "host_function_in_kernel": ("case", "failed", "it reads `tl.str_to_ty`"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
     "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
     "gc_tamper": ("case", "error", "searched the interpreter's objects with gc"),

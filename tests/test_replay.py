@@ -71,7 +71,23 @@ ESCAPES = {
     "calls getattr": ("def k(x_ptr):\n    getattr(x_ptr, 'dtype')\n", "it uses `getattr`"),
     "has a default that runs code": ("def k(x_ptr, N: tl.constexpr = helper()):\n    pass\n", "is not a constant"),
     "writes an attribute": ("def k(x_ptr):\n    x_ptr.dtype = 1\n", "assigns to an attribute"),
+    # triton.language's own host-side Python: str_to_ty eval()s part of a type string, the others build functions
+    "evaluates a type string": ("def k(x_ptr):\n    tl.str_to_ty(tl.constexpr('fp32').value, None)\n", "`tl.str_to_ty`"),
+    "dispatches by hand": ("def k(x_ptr):\n    tl.core.dispatch(None, None, None, None, None, None)\n", "`tl.core.dispatch`"),
+    "makes a builtin": ("def k(x_ptr):\n    tl.core.builtin(x_ptr)\n", "`tl.core.builtin`"),
+    "reaches the code generator's semantic": ("def k(x_ptr):\n    tl.semantic.TritonSemantic(None)\n", "`tl.semantic"),
 }
+
+
+def test_the_language_a_kernel_uses_is_still_allowed() -> None:
+    """Builtins, Triton's own @jit and constexpr functions, its classes and libdevice's stubs, as the solutions use them."""
+    body = ("def k(x_ptr, N: tl.constexpr):\n    offs = tl.arange(0, N)\n    x = tl.load(x_ptr + offs)\n"
+            "    y = tl.sum(tl.math.exp2(x), axis=0) + libdevice.tanh(x) + tl.cdiv(N, 2) + triton.cdiv(N, 4)\n"
+            "    for i in tl.static_range(2):\n        y += tl.zeros([N], tl.float32)\n"
+            "    tl.store(x_ptr + offs, y.to(tl.float32))\n")  # fmt: skip
+    source = f"import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n@triton.jit\n{body}"
+    kernels = _read(source)
+    assert "k" in kernels.functions and not kernels.refused, kernels.refused
 
 
 @pytest.mark.parametrize("name", list(ESCAPES))
@@ -179,6 +195,25 @@ def test_a_launch_of_a_kernel_that_is_not_in_the_source_is_refused() -> None:
     tape = _tape([EMPTY, {**LAUNCH, "kernel": "reference_kernel"}], {"y": _ref(1, [100])})
     with pytest.raises(ReplayRefused, match="not a @triton.jit function at the top level"):
         _replay(tape, torch.randn(100))
+
+
+@pytest.mark.parametrize("value", ["a tensor", "a storage", "a tuple holding a tensor"])
+def test_a_launch_that_gives_a_constexpr_a_tensor_is_refused_before_it_compiles(value: str) -> None:
+    """A constexpr reaches the kernel body as the object itself: a PyTorch tensor there computes with PyTorch."""
+    given = {"a tensor": _ref(0, [100]), "a storage": {"S": "0"}, "a tuple holding a tensor": {"tuple": [64, _ref(0, [100])]}}
+    tape = _tape([EMPTY, {**LAUNCH, "kwargs": {"BLOCK": given[value]}}], {"y": _ref(1, [100])})
+    with pytest.raises(ReplayRefused, match="to its constexpr parameter `BLOCK`"):
+        _replay(tape, torch.randn(100))
+
+
+@pytest.mark.parametrize("option", ["ptx_options", "ir_override", "extern_libs"])
+def test_a_launch_option_that_names_files_is_refused(option: str) -> None:
+    """Options that would have Triton's compilers in the replayer read or write where the submission says."""
+    tape = _tape([EMPTY, {**LAUNCH, "kwargs": {"BLOCK": 64, option: "/somewhere"}}], {"y": _ref(1, [100])})
+    with pytest.raises(ReplayRefused, match=f"sets `{option}`"):
+        _replay(tape, torch.randn(100))
+    allowed = _tape([EMPTY, {**LAUNCH, "kwargs": {"BLOCK": 64, "num_warps": 2, option: None}}], {"y": _ref(1, [100])})
+    assert _replay(allowed, torch.ones(100))["y"].eq(2).all()
 
 
 @interpreted
