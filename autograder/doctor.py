@@ -82,11 +82,11 @@ def run_doctor(requested_device: str = "auto", smoke_timeout: float = 180.0) -> 
         d.add(True, "No GPU: kernels run in Triton's CPU interpreter; grading the CPU tier (float32, no speed)")
     abi = landlock_abi()
     if os.environ.get("AUTOGRADER_NO_LANDLOCK") == "1":
-        d.add(True, "Workers' writes: checked in Python only (AUTOGRADER_NO_LANDLOCK=1 switches Landlock off)")
+        d.add(True, "Workers' and replayers' writes: checked in Python only (AUTOGRADER_NO_LANDLOCK=1 switches Landlock off)")
     elif abi:
-        d.add(True, f"Workers' writes: confined to their own directories by the kernel (Landlock ABI {abi})")
+        d.add(True, f"Workers' and replayers' writes: confined to their own directories by the kernel (Landlock ABI {abi})")
     else:
-        d.add(True, "Workers' writes: checked in Python only (this kernel has no Landlock; docs/integrity.md)")
+        d.add(True, "Workers' and replayers' writes: checked in Python only (this kernel has no Landlock; docs/integrity.md)")
     env = dict(os.environ)
     if d.device == "cpu":
         env["TRITON_INTERPRET"] = "1"

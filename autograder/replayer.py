@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from autograder.lifecycle import refuse_ptrace, watch_lifeline
+from autograder.sandbox import confine_replayer
 
 GPU_MEMORY_FRACTION = 0.5  # the worker (0.75) and the grader's references share the GPU with it
 HOST_MEMORY_BUDGET = 16 << 30  # address space the replayer may add to what it holds after its imports
@@ -350,6 +351,13 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
         torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
         torch.empty(1, device="cuda")  # CUDA's context first: the host cap counts from what it holds
     limit_host_memory(HOST_MEMORY_BUDGET, gpu=device_name == "cuda")
+    if device_name == "cuda":  # Triton's driver utilities, from the trusted cache, before the replayer has its own
+        import triton.runtime.driver
+
+        triton.runtime.driver.active.utils  # noqa: B018
+    sys.dont_write_bytecode = True
+    confinement = confine_replayer(source)
+    print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}", file=sys.stderr)
     replayer = _Replayer(slug, submission_file, source, device_name)
     while True:
         try:

@@ -18,6 +18,10 @@ So a worker gets directories of its own before the submission is imported (`conf
   can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says what they miss).
 
 Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are.
+
+The replayer gets the same (`confine_replayer`), in directories of its own: it runs none of the submission's Python,
+but it runs Triton's code generator over the submission's kernels and, under the CPU interpreter, their bodies as
+Python, so a body that got past autograder/kernel_source.py's check would still write nowhere that is loaded later.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ _WRITES_V1 = (_WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE_CHAR | _MAKE_DIR 
               | _MAKE_BLOCK | _MAKE_SYM)  # fmt: skip
 
 WORKER_DIR = "autograder-worker"  # beside Triton's cache directory: <its parent>/autograder-worker/<submission key>/
+ROLE_DIRS = {"worker": WORKER_DIR, "replayer": "autograder-replayer"}
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -57,7 +62,7 @@ class _PathBeneathAttr(ctypes.Structure):
 
 @dataclass(frozen=True)
 class Confinement:
-    """What `confine_worker` set up: the worker's directories, and whether the kernel enforces them."""
+    """What `confine` set up: the process's directories, and whether the kernel enforces them."""
 
     root: str  # the submission's own directory: Triton's cache, dumps and overrides, and its temporary files
     temp: str
@@ -123,24 +128,45 @@ def restrict_writes(writable: list[str]) -> str:
 
 def submission_key(submission_file: str) -> str:
     with open(submission_file, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+        return source_key(f.read())
+
+
+def source_key(source: bytes | str) -> str:
+    """The first 16 hex digits of the submission's SHA-256: its directories' name."""
+    return hashlib.sha256(source.encode() if isinstance(source, str) else source).hexdigest()[:16]
+
+
+def own_root(key: str, role: str = "worker") -> str:
+    """<the parent of Triton's cache directory>/autograder-<role>/<key>."""
+    from triton import knobs
+
+    return os.path.join(os.path.dirname(os.path.realpath(knobs.cache.dir)), ROLE_DIRS[role], key)
 
 
 def worker_root(submission_file: str) -> str:
-    """<the parent of Triton's cache directory>/autograder-worker/<the submission's key>."""
-    from triton import knobs
-
-    return os.path.join(os.path.dirname(os.path.realpath(knobs.cache.dir)), WORKER_DIR, submission_key(submission_file))
+    return own_root(submission_key(submission_file), "worker")
 
 
 def confine_worker(submission_file: str) -> Confinement:
     """Give this worker its own Triton directories and temporary directory, then let it write nowhere else.
 
     Call it before the submission is imported and after everything the worker needs from elsewhere is open: the
-    CUDA context, the log, the grader's pipes (open files stay usable)."""
+    CUDA context, Triton's driver utilities, the log, the grader's pipes (open files stay usable)."""
+    return confine(submission_key(submission_file), "worker")
+
+
+def confine_replayer(source: str) -> Confinement:
+    """The same for a replayer, keyed by the text the grader read. The replayer runs none of the submission's Python,
+    but it runs Triton's code generator over the submission's kernels, and under the CPU interpreter their bodies as
+    Python: if a body got past autograder/kernel_source.py's check, it would still write nowhere that is loaded
+    later (the repository, site-packages, Triton's trusted cache, the grader's results)."""
+    return confine(source_key(source), "replayer")
+
+
+def confine(key: str, role: str) -> Confinement:
     from triton import knobs
 
-    root = worker_root(submission_file)
+    root = own_root(key, role)
     dirs = {name: os.path.join(root, name) for name in ("cache", "dump", "override", "tmp", "inductor")}
     for path in dirs.values():
         os.makedirs(path, exist_ok=True)

@@ -22,10 +22,10 @@ from conftest import REPO_ROOT
 _CHILD = r"""
 import json, os, sys, tempfile
 import multiprocessing.util as mp_util
-from autograder.sandbox import confine_worker
+from autograder.sandbox import confine_replayer, confine_worker
 
-submission, outside = sys.argv[1], sys.argv[2]
-c = confine_worker(submission)
+submission, outside, role = sys.argv[1], sys.argv[2], sys.argv[3]
+c = confine_worker(submission) if role == "worker" else confine_replayer(open(submission).read())
 seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir()}
 
 def attempt(name, fn):
@@ -51,14 +51,14 @@ print(json.dumps(seen))
 """
 
 
-def _confined(tmp_path: Path, env: dict[str, str] | None = None) -> dict:
+def _confined(tmp_path: Path, env: dict[str, str] | None = None, role: str = "worker") -> dict:
     submission = tmp_path / "kernels.py"
     submission.write_text("# a submission\n")
     outside = tmp_path / "outside"
     outside.mkdir()
     environ = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "trusted" / "cache"), "PYTHONPATH": str(REPO_ROOT),
                **(env or {})}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(submission), str(outside)], env=environ, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(submission), str(outside), role], env=environ, capture_output=True,
                           text=True, timeout=120, cwd=REPO_ROOT)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -77,9 +77,19 @@ def test_a_worker_gets_triton_directories_of_its_own_keyed_by_the_submission(tmp
     assert sandbox.submission_key(str(one)) != sandbox.submission_key(str(two))
 
 
+def test_a_replayer_gets_directories_of_its_own_apart_from_the_workers(tmp_path: Path) -> None:
+    """Keyed by the text the grader read, which is the file's for an unchanged file, in a directory of its own."""
+    seen = _confined(tmp_path, {"AUTOGRADER_NO_LANDLOCK": "1"}, role="replayer")
+    key = sandbox.submission_key(str(tmp_path / "kernels.py"))
+    assert seen["root"] == str((tmp_path / "trusted" / sandbox.ROLE_DIRS["replayer"] / key).resolve())
+    assert sandbox.ROLE_DIRS["replayer"] != sandbox.WORKER_DIR
+    assert seen["tempdir"] == os.path.join(seen["root"], "tmp")
+
+
 @pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel has no Landlock")
-def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories(tmp_path: Path) -> None:
-    seen = _confined(tmp_path)
+@pytest.mark.parametrize("role", ["worker", "replayer"])
+def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories(tmp_path: Path, role: str) -> None:
+    seen = _confined(tmp_path, role=role)
     assert seen["enforced"] == f"Landlock ABI {sandbox.landlock_abi()}"
     assert seen["inside"] == "written"
     assert (seen["outside"], seen["rename_out"]) == ("refused", "refused")
