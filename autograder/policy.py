@@ -7,7 +7,10 @@ from PyTorch's own implementations, when it replays a tape).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
+
+_OVERLOAD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # "default", "dim", "Tensor_out" ...: never a dunder
 
 # Allocation, views, copies and constant fills. Anything else (pow, mean, rsqrt, mm, softmax ...)
 # computes the answer in PyTorch.
@@ -46,8 +49,13 @@ def is_course_op(qualified: object) -> bool:
 
 
 def is_allowed(qualified: object, refused: Collection[str] = ()) -> bool:
-    """Whether a graded call may run this op: aten's allocation, view and copy ops, less the assignment's refusals."""
-    if op_namespace(qualified) != "aten":
+    """Whether a graded call may run this op: aten's allocation, view and copy ops, less the assignment's refusals.
+
+    The name must be an op overload's as PyTorch writes it, `aten.<op>.<overload>`, and nothing else: the replayer
+    looks the overload up on the op, and a name like `aten.unfold.__init__` would reach the op's own Python methods
+    (a forged tape re-pointed an allowed op at any operator that way: replay.Replay._op checks the overload too)."""
+    parts = str(qualified).split(".")
+    if len(parts) != 3 or not _OVERLOAD.fullmatch(parts[2]) or parts[0] != "aten":
         return False
     name = op_name(qualified)
     if name in refused or name.rstrip("_") in refused:

@@ -281,11 +281,17 @@ class Replay:
                     f"The graded call computed with PyTorch ({shown(qualified)}). Besides your Triton kernels it may only "
                     "allocate, view and copy tensors: compute the result in your kernel."
                 )
-            parts = qualified.split(".")
+            _, name, overload = qualified.split(".")  # is_allowed: exactly aten.<op>.<overload>
             try:
-                op = getattr(getattr(torch.ops.aten, parts[1]), parts[2] if len(parts) > 2 else "default")
-            except (AttributeError, IndexError):
-                raise ReplayRefused(f"The record of your call names an op PyTorch does not have ({qualified}).") from None
+                packet = getattr(torch.ops.aten, name)
+                op = getattr(packet, overload) if overload in packet.overloads() else None
+            except (AttributeError, RuntimeError):
+                op = None
+            # Only an overload of that very op: its schema names it (nothing else of the op's Python object is reached).
+            if not isinstance(op, torch._ops.OpOverload) or op._schema.name != f"aten::{name}" or (
+                op._schema.overload_name or "default"
+            ) != overload:
+                raise ReplayRefused(f"The record of your call names an op PyTorch does not have ({qualified}).")
             self._ops[qualified] = op
         return op
 

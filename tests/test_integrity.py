@@ -126,6 +126,7 @@ CHEAT_RESULTS = {
     "build_native_module": ("case", "error", "started another process"),
     "tensor_as_constexpr": ("case", "failed", "passes a Tensor to its constexpr parameter `X`"),
     "host_function_in_kernel": ("case", "failed", "it reads `tl.str_to_ty`"),
+    "forged_op_overload": ("case", "failed", "computed with PyTorch (aten.unfold)"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
     "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
     "gc_tamper": ("case", "error", "searched the interpreter's objects with gc"),

@@ -206,6 +206,19 @@ def test_a_launch_that_gives_a_constexpr_a_tensor_is_refused_before_it_compiles(
         _replay(tape, torch.randn(100))
 
 
+@pytest.mark.parametrize("name", ["aten.unfold.__init__", "aten.empty_like.__call__", "aten.empty_like", "aten.empty_like.default.x",
+                                  "aten.empty_like.no_such_overload"])
+def test_an_op_name_is_an_overload_of_that_op_and_nothing_else(name: str) -> None:
+    """The overload part of a recorded op name reached the op's own Python object (a red team re-initialised
+    `torch.ops.aten.unfold` as another operator through `aten.unfold.__init__`, in the replayer)."""
+    tape = _tape([{**EMPTY, "op": name}, LAUNCH], {"y": _ref(1, [100])})
+    if name != "aten.empty_like.no_such_overload":  # well formed, so only the replay can tell
+        assert "computed with PyTorch" in tapes.problems(tape, "/nowhere/kernels.py")
+    with pytest.raises(ReplayRefused, match="computed with PyTorch|names an op PyTorch does not have"):
+        _replay(tape, torch.randn(100))
+    assert torch.ops.aten.unfold.default._schema.name == "aten::unfold"
+
+
 @pytest.mark.parametrize("option", ["ptx_options", "ir_override", "extern_libs"])
 def test_a_launch_option_that_names_files_is_refused(option: str) -> None:
     """Options that would have Triton's compilers in the replayer read or write where the submission says."""
