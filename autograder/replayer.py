@@ -256,11 +256,13 @@ class _Replayer:
             tensors = list(result.values()) if isinstance(result, dict) else [result]
             tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
             if name == "submission" and r in keep and tensors:
-                kept[r] = torch.Tensor.clone(tensors[0])
+                kept[r] = torch.Tensor.clone(tensors[0])  # a speed call returns one tensor (docs/adding-an-assignment.md)
             for t in tensors:
                 # A freed output must not hand the next call an answer: neither the baseline's nor the replay's.
                 if t.is_floating_point():
                     t.fill_(nan)
+                elif t.dtype != torch.bool and not t.is_complex():
+                    t.fill_(torch.iinfo(t.dtype).min)
 
         def settle(r: int) -> None:
             if device.type != "cuda" or r not in kept:
@@ -356,7 +358,7 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
 
         triton.runtime.driver.active.utils  # noqa: B018
     sys.dont_write_bytecode = True
-    confinement = confine_replayer(source)
+    confinement = confine_replayer(source, gpu=device_name == "cuda")
     print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}", file=sys.stderr)
     replayer = _Replayer(slug, submission_file, source, device_name)
     while True:

@@ -13,7 +13,8 @@ So a worker gets directories of its own before the submission is imported (`conf
   the trusted processes;
 - a temporary directory of its own (Triton's compilers write there);
 - and, where the kernel has Landlock (Linux 5.13 or later, enabled), a Landlock domain that allows writes only
-  beneath those directories and /dev (the GPU's device files). The kernel enforces it on the worker, on native
+  beneath those directories and to the character devices of /dev (the GPU's device files, /dev/null), with
+  /dev/shm too on a GPU. The kernel enforces it on the worker, on native
   code it loads and on every process it starts, none of which the Python-level guards of autograder/integrity.py
   can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says what they miss).
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -91,27 +93,30 @@ def landlock_abi() -> int:
     return int(version) if version > 0 else 0
 
 
-def restrict_writes(writable: list[str]) -> str:
+def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
-    `writable` (directories that exist). Irreversible. Returns "Landlock ABI N", or why it was not applied."""
+    `writable` (directories that exist), and to write to the files `devices` (character devices: /dev/null, the
+    GPU's), creating nothing beside them. Irreversible. Returns "Landlock ABI N", or why it was not applied."""
     abi = landlock_abi()
     if abi < 1:
         return "no Landlock in this kernel"
     syscall = _syscall()
     assert syscall is not None
     handled = _WRITES_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    on_a_file = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)  # the only rights of these a rule on a file may hold
     attr = _RulesetAttr(handled)
     ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"
     try:
-        for path in writable:
+        rules = [(os.path.realpath(p), handled, os.O_DIRECTORY) for p in writable] + [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
+        for path, rights, flags in rules:
             try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC | flags)
             except OSError as exc:
                 return f"no Landlock: {path} cannot be opened ({exc.strerror})"
             try:
-                rule = _PathBeneathAttr(handled, fd)
+                rule = _PathBeneathAttr(rights, fd)
                 if syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
                     return f"Landlock refused a rule for {path} ({os.strerror(ctypes.get_errno())})"
             finally:
@@ -124,6 +129,21 @@ def restrict_writes(writable: list[str]) -> str:
     finally:
         os.close(ruleset)
     return f"Landlock ABI {abi}"
+
+
+def character_devices(top: str = "/dev") -> list[str]:
+    """Every character device beneath /dev (not through links): /dev/null and /dev/zero, the GPU's device files,
+    terminals. Writing to one creates no file anyone loads."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                if stat.S_ISCHR(os.lstat(path).st_mode):
+                    found.append(path)
+            except OSError:
+                continue
+    return found
 
 
 def submission_key(submission_file: str) -> str:
@@ -147,23 +167,23 @@ def worker_root(submission_file: str) -> str:
     return own_root(submission_key(submission_file), "worker")
 
 
-def confine_worker(submission_file: str) -> Confinement:
+def confine_worker(submission_file: str, gpu: bool = False) -> Confinement:
     """Give this worker its own Triton directories and temporary directory, then let it write nowhere else.
 
     Call it before the submission is imported and after everything the worker needs from elsewhere is open: the
     CUDA context, Triton's driver utilities, the log, the grader's pipes (open files stay usable)."""
-    return confine(submission_key(submission_file), "worker")
+    return confine(submission_key(submission_file), "worker", gpu)
 
 
-def confine_replayer(source: str) -> Confinement:
+def confine_replayer(source: str, gpu: bool = False) -> Confinement:
     """The same for a replayer, keyed by the text the grader read. The replayer runs none of the submission's Python,
     but it runs Triton's code generator over the submission's kernels, and under the CPU interpreter their bodies as
     Python: if a body got past autograder/kernel_source.py's check, it would still write nowhere that is loaded
     later (the repository, site-packages, Triton's trusted cache, the grader's results)."""
-    return confine(source_key(source), "replayer")
+    return confine(source_key(source), "replayer", gpu)
 
 
-def confine(key: str, role: str) -> Confinement:
+def confine(key: str, role: str, gpu: bool = False) -> Confinement:
     from triton import knobs
 
     root = own_root(key, role)
@@ -178,5 +198,8 @@ def confine(key: str, role: str) -> Confinement:
     if os.environ.get("AUTOGRADER_NO_LANDLOCK") == "1":
         enforced = "switched off (AUTOGRADER_NO_LANDLOCK=1)"
     else:
-        enforced = restrict_writes([root, "/dev"])
+        # A GPU may keep shared memory in /dev/shm (the confinement was first measured working with all of /dev);
+        # nothing trusted loads from there. Elsewhere in /dev nothing may be created, on either tier.
+        shared = ["/dev/shm"] if gpu and os.path.isdir("/dev/shm") else []
+        enforced = restrict_writes([root, *shared], character_devices())
     return Confinement(root=root, temp=dirs["tmp"], enforced=enforced)

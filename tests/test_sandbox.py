@@ -40,6 +40,9 @@ def write(path):
         f.write("x")
 
 attempt("inside", lambda: write(os.path.join(c.temp, "scratch.txt")))
+attempt("dev_null", lambda: write("/dev/null"))
+probe = "/dev/shm/autograder-sandbox-probe-%d" % os.getpid()
+attempt("dev_shm", lambda: (write(probe), os.remove(probe)))
 attempt("outside", lambda: write(os.path.join(outside, "planted.py")))
 attempt("rename_out", lambda: (write(os.path.join(c.temp, "staged.py")),
                                os.replace(os.path.join(c.temp, "staged.py"), os.path.join(outside, "moved.py"))))
@@ -93,6 +96,9 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     assert seen["enforced"] == f"Landlock ABI {sandbox.landlock_abi()}"
     assert seen["inside"] == "written"
     assert (seen["outside"], seen["rename_out"]) == ("refused", "refused")
+    assert seen["dev_null"] == "written"  # a character device: writing to it creates nothing
+    if os.path.isdir("/dev/shm"):  # a directory of /dev where a replayer's forged op once wrote a file
+        assert seen["dev_shm"] == "refused"
     assert seen["child_exit"] != 0  # the child's open raised PermissionError: it inherits the domain
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
 
