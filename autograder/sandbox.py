@@ -111,13 +111,18 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     try:
         rules = [(os.path.realpath(p), handled, os.O_DIRECTORY) for p in writable] + [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
         for path, rights, flags in rules:
+            device = rights == on_a_file
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC | flags)
             except OSError as exc:
+                if device:  # a device gone since /dev was read stays unwritable; the confinement holds
+                    continue
                 return f"no Landlock: {path} cannot be opened ({exc.strerror})"
             try:
                 rule = _PathBeneathAttr(rights, fd)
                 if syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                    if device:
+                        continue
                     return f"Landlock refused a rule for {path} ({os.strerror(ctypes.get_errno())})"
             finally:
                 os.close(fd)
@@ -161,10 +166,6 @@ def own_root(key: str, role: str = "worker") -> str:
     from triton import knobs
 
     return os.path.join(os.path.dirname(os.path.realpath(knobs.cache.dir)), ROLE_DIRS[role], key)
-
-
-def worker_root(submission_file: str) -> str:
-    return own_root(submission_key(submission_file), "worker")
 
 
 def confine_worker(submission_file: str, gpu: bool = False) -> Confinement:
