@@ -1,7 +1,9 @@
 #!/bin/bash
 # 2026-12-06, tenth session: the worker's confinement (autograder/sandbox.py) and the new guards on a GPU, where the
 # worker compiles launchers (gcc), runs ptxas and cleans Triton's temporary directories under the submission's call
-# (eleventh session: the replayer is confined too, and the second red team's two cheats are in the pytest selection):
+# (eleventh session: run at f05ed0c on an H100, results/h100/sandbox_gpu_check/; since then the replayer is confined
+# too, nothing may be created in /dev but /dev/shm on a GPU, and the second and third red teams' cheats are in the
+# pytest selection: that state has not run on a GPU yet):
 # two solutions graded quickly (rmsnorm; tiling, whose TMA bonus builds descriptors), then the honest solutions and
 # the new cheats of the integrity suite on the GPU, then the red team's Triton-cache plant (carried in .redteam, not
 # committed) against a control. OUT must be set; every step leaves its output in $OUT/results.tar.gz.
