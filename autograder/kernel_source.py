@@ -18,6 +18,7 @@ function that fails is kept out of the namespace with the reason, and a launch o
 from __future__ import annotations
 
 import ast
+import io
 import linecache
 import math
 import operator
@@ -353,6 +354,13 @@ def check_function(fn: ast.FunctionDef, kernels: Kernels) -> None:
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     if fn.args.vararg or fn.args.kwarg:
         raise NotAKernel("it takes *args or **kwargs")
+    for arg in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+        if arg.annotation is not None:
+            _check_annotation(arg.annotation, f"its parameter `{arg.arg}`", kernels)
+    if fn.returns is not None:
+        _check_annotation(fn.returns, "its return value", kernels)
+    if getattr(fn, "type_params", None):
+        raise NotAKernel("it has type parameters")
     for default in fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]:
         try:
             _evaluate(default, {**kernels.modules, **kernels.constants})
@@ -391,6 +399,38 @@ def check_function(fn: ast.FunctionDef, kernels: Kernels) -> None:
                 raise NotAKernel(f"it reads `.{node.attr}` (line {node.lineno}), which is not an attribute of a Triton value")
 
 
+# Plain Python types a parameter may be annotated with (Triton reads an annotation's text: "constexpr" in it marks
+# a compile-time parameter, a type name like "i32" fixes the argument's type).
+ANNOTATION_TYPES = frozenset({"int", "float", "bool", "str"})
+
+
+def _check_annotation(node: ast.expr, what: str, kernels: Kernels) -> None:
+    """An annotation is a name: a string, a plain type, or something of triton.language (tl.constexpr, tl.tensor,
+    tl.int32). Triton's code generator evaluates a parameter's annotation expression, with its own builtins (getattr
+    among them), when it compiles the kernel in the replayer: any other expression there would be Python the
+    grader runs (a red team's annotation called exec())."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return
+    if isinstance(node, ast.Name) and node.id in ANNOTATION_TYPES:
+        return
+    try:
+        if isinstance(node, ast.Name) and node.id in kernels.modules and _safe_object(kernels.modules[node.id]):
+            return
+        if isinstance(node, ast.Attribute):
+            _resolve_attribute(node, kernels.modules)  # a chain of modules' attributes only, into a safe object
+            return
+    except NotAKernel:
+        pass
+    raise NotAKernel(
+        f"{what} is annotated with `{_short(ast.unparse(node))}`, which is not a type: annotate with "
+        "tl.constexpr (or a type such as tl.int32), or not at all"
+    )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _root_name(node: ast.Attribute) -> str | None:
     current: ast.expr = node
     while isinstance(current, ast.Attribute):
@@ -412,6 +452,10 @@ def check(kernels: Kernels) -> None:
             check_function(fn, kernels)
         except NotAKernel as exc:
             kernels.refused[name] = str(exc)
+    _refuse_callers(kernels)
+
+
+def _refuse_callers(kernels: Kernels) -> None:
     changed = True
     while changed:  # a kernel that calls a refused one is refused too
         changed = False
@@ -424,6 +468,23 @@ def check(kernels: Kernels) -> None:
                 changed = True
 
 
+def _reads_back(fn: types.FunctionType, checked: ast.FunctionDef) -> bool:
+    """Triton compiles (and its interpreter re-executes) a kernel from the text `inspect` finds for it, not from the
+    function object: that text must be the function that was checked, or nothing of it is built."""
+    import inspect
+    import textwrap
+
+    try:
+        text = textwrap.dedent("".join(inspect.getsourcelines(fn)[0]))
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, TypeError):
+        tree = None
+    found = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+    if isinstance(found, ast.FunctionDef):
+        found.decorator_list = []
+    return found is not None and ast.dump(found) == ast.dump(checked)
+
+
 def build(kernels: Kernels, interpret: bool) -> dict[str, Any]:
     """name -> each checked function as Triton makes it: an InterpretedFunction under the interpreter, a
     JITFunction otherwise (also under the interpreter, for the compile check). Each call makes a namespace
@@ -434,8 +495,10 @@ def build(kernels: Kernels, interpret: bool) -> dict[str, Any]:
     from triton.runtime.jit import JITFunction
 
     good = {n: f for n, f in kernels.functions.items() if n not in kernels.refused}
-    lines = kernels.source.splitlines(keepends=True)
-    # Triton reads a kernel's source through linecache: it must read the text the grader read, not the file.
+    # Triton reads a kernel's source through linecache: it must read the text the grader read, not the file, and in
+    # the parser's lines (str.splitlines also breaks at form feeds and U+2028, which would shift every line after one
+    # and hand Triton another function's text than the one checked).
+    lines = io.StringIO(kernels.source, newline="").readlines()
     linecache.cache[kernels.filename] = (len(kernels.source), None, lines, kernels.filename)
     namespace: dict[str, Any] = {"__name__": "kernels", **kernels.modules, **kernels.constants}
     # What a kernel may call (KERNEL_BUILTINS), and what a constant default may (_CONSTANT_CALLS).
@@ -444,6 +507,14 @@ def build(kernels: Kernels, interpret: bool) -> dict[str, Any]:
     code = compile(ast.Module(body=list(good.values()), type_ignores=[]), kernels.filename, "exec",
                    flags=__future__.annotations.compiler_flag, dont_inherit=True)  # fmt: skip
     exec(code, namespace)  # only def statements, whose defaults are checked constants and annotations strings
+    unreadable = [name for name in good if not _reads_back(namespace[name], good[name])]
+    if unreadable:
+        for name in unreadable:
+            kernels.refused[name] = "its source text does not read back as the function the grader checked"
+        _refuse_callers(kernels)
+        good = {n: f for n, f in good.items() if n not in kernels.refused}
+        for name in kernels.refused:
+            namespace.pop(name, None)
     wrapped: dict[str, Any] = {}
     for name in good:
         options = kernels.jit_options.get(name, {})
