@@ -186,13 +186,19 @@ class Replay:
             sid, offset, shape, stride, dtype, _ = ref
             if list(given.shape) != list(shape) or str(given.dtype).replace("torch.", "") != dtype:
                 raise ReplayRefused(f"The record of your call gives the input `{name}` another shape or dtype than it has.")
+            if not _same_layout(shape, list(given.stride()), stride):
+                # A copy into another layout is work done for the call (a transpose, say), by the grader.
+                raise ReplayRefused(
+                    f"The record of your call lays the input `{name}` out in memory otherwise than the grader gave it: "
+                    "the record was changed."
+                )
             storage = torch.Tensor.untyped_storage(given)
             info = self.storages_info.get(str(sid), {})
             same_place = (sid not in state.storages and given.storage_offset() == offset and list(given.stride()) == list(stride)
                           and storage.nbytes() == info.get("nbytes"))  # fmt: skip
             if same_place:
                 state.storages[str(sid)] = storage
-            else:
+            else:  # the same layout at another offset (the worker's memory is fenced): a move, not a re-arrangement
                 self.tensor(ref, state).copy_(given)
         for sid, contents in self.tape.get("carried", {}).items():
             if not isinstance(contents, torch.Tensor) or contents.dtype != torch.uint8 or contents.dim() != 1:
@@ -261,8 +267,14 @@ class Replay:
             if (actual.storage_offset() == ref[1] and list(actual.stride()) == list(ref[3]) and list(actual.shape) == list(ref[2])
                     and storage.nbytes() == info.get("nbytes")):  # fmt: skip
                 state.storages[sid] = storage
-            else:  # the worker placed it elsewhere (inside a fence, say): copy it to the recorded place
+            elif _same_layout(ref[2], list(actual.stride()), ref[3]) and list(actual.shape) == list(ref[2]):
+                # the worker placed it elsewhere (inside a fence, say): move it to the recorded place
                 self.tensor(ref, state).copy_(actual)
+            else:
+                raise ReplayRefused(
+                    "The record of your call does not match what its operations do (an op's result is recorded in "
+                    "another shape or layout than the op makes): the record was changed."
+                )
         elif isinstance(encoded, dict) and "tuple" in encoded:
             self._bind_out(encoded["tuple"], list(actual) if isinstance(actual, (tuple, list)) else actual, state)
         elif isinstance(encoded, list):
@@ -292,6 +304,11 @@ class Replay:
                 op._schema.overload_name or "default"
             ) != overload:
                 raise ReplayRefused(f"The record of your call names an op PyTorch does not have ({qualified}).")
+            if not _recordable(op):
+                raise ReplayRefused(
+                    f"The record of your call names an op that the grader's record of a call never holds ({qualified}, "
+                    "which PyTorch runs as other ops): the record was changed."
+                )
             self._ops[qualified] = op
         return op
 
@@ -373,6 +390,24 @@ class Replay:
             ) from None
         finally:
             _BOUNDS.clear()
+
+
+def _recordable(op: Any) -> bool:
+    """Whether the worker's recorder (a TorchDispatchMode) can meet this overload as one op. A composite op (`to`,
+    `reshape`, `contiguous`) reaches it only as the ops it is made of, so a record that names one was written by hand,
+    and replaying it would run what it is made of (a copy) unjudged: a red team's `aten.to.dtype` of a transposed
+    input did a transpose in the replayer. An overload the dispatcher does not know (TorchScript's) is refused too."""
+    try:
+        return not op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+    except RuntimeError:
+        return False
+
+
+def _same_layout(shape: list, stride: list, recorded: list) -> bool:
+    """Whether two strides lay a tensor of `shape` out alike: the same stride along every dimension longer than 1."""
+    if not (isinstance(shape, list) and isinstance(recorded, list) and len(shape) == len(stride) == len(recorded)):
+        return False
+    return 0 in shape or all(n == 1 or a == b for n, a, b in zip(shape, stride, recorded))
 
 
 def _descriptor_type() -> Any:
