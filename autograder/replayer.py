@@ -76,7 +76,10 @@ class _Replayer:
         part = self.spec.part(request["task"])
         params = request["params"]
         inputs = part.inputs(params, request["seed"], self.device, request.get("fixed_seed"))
-        inputs.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
+        try:
+            inputs.update(self._prepared(part, request, inputs))
+        except ReplayRefused as exc:
+            return {"status": "refused", "message": str(exc)}
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = True  # fresh memory is NaN, as in the worker
         try:
@@ -100,6 +103,21 @@ class _Replayer:
             reply["probe"] = probe
         return reply
 
+    def _prepared(self, part: Any, request: dict, inputs: dict) -> dict:
+        """What the worker's setup step returned, on this device, as inputs of the replay. Only a part with a setup
+        step has any, and none may take the name of an input the grader made (its size is judged by _state_problem)."""
+        from autograder.replay import ReplayRefused
+
+        prepared = request.get("prepared") or {}
+        if prepared and part.setup is None:
+            raise ReplayRefused("The record of your call brings tensors from a setup step that this part does not have.")
+        if not all(isinstance(k, str) and type(v) is self.torch.Tensor for k, v in prepared.items()):
+            raise ReplayRefused("The record of your call is malformed.")
+        clash = sorted(set(prepared) & set(inputs))
+        if clash:
+            raise ReplayRefused(f"The record of your call gives its setup step's tensors the names of its inputs ({', '.join(clash)}).")
+        return {k: v.to(self.device) for k, v in prepared.items()}
+
     def _state_problem(self, part: Any, request: dict, outputs: dict | None = None, seed: int | None = None) -> str:
         """For a part whose replay keeps some inputs (Part.setup_allowance): '' if what setup returned plus the nonzero
         memory the tape carried from before the call fit the allowance, or if that carried memory does not change the
@@ -119,7 +137,15 @@ class _Replayer:
             made.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
             return made
 
-        allowed = part.setup_allowance(inputs()) + STATE_SLACK
+        limit = part.setup_allowance(inputs())
+        kept = ", ".join(f"`{name}`" for name in part.setup_reads)
+        if held > limit:  # checked in the worker too, where the submission runs: here is where it counts
+            return (
+                f"Your setup step (prepare()) returned {held:,} bytes of tensors, more than the {limit:,} bytes that "
+                f"may be derived from {kept}: a prepared layout may re-arrange them, not widen them (dequantize). "
+                "Return a re-arranged layout, and compute from it in your kernel on every call."
+            )
+        allowed = limit + STATE_SLACK
         extra = sum(int(t.numel()) * t.element_size() for t in carried.values())
         if held + extra <= allowed:
             return ""
@@ -134,7 +160,6 @@ class _Replayer:
         if not _differ(outputs, without):
             return ""
         besides = f", besides the {held:,} bytes your setup step returned" if held else ""
-        kept = ", ".join(f"`{name}`" for name in part.setup_reads)
         return (
             f"Your call read {extra:,} bytes of memory kept from before it (a module-level buffer, or state your "
             f"setup step kept) that change its result{besides}. {kept} stay the same from call to call, so such "
@@ -186,11 +211,11 @@ class _Replayer:
         params = request["params"]
         try:
             inputs = part.inputs(params, request["seed"], self.device, request.get("fixed_seed"))
+            given = {**inputs, **self._prepared(part, request, inputs)}
             if sc.baseline_setup is not None:
                 inputs.update(sc.baseline_setup(inputs, params))
-            inputs.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
             replay = self.replay(request["tape"])
-            replay.run(replay.bind(inputs))
+            replay.run(replay.bind(given))
             (sc.baseline or self.spec.baseline)(inputs, params)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
@@ -212,10 +237,10 @@ class _Replayer:
         params = request["params"]
         baseline = sc.baseline or spec.baseline
         fixed_seed = request.get("fixed_seed")
-        prepared = {k: v.to(device) for k, v in request.get("prepared", {}).items()}
         keep = set(request.get("keep", []))
         kept: dict[int, Any] = {}
         try:
+            prepared = self._prepared(part, request, part.inputs(params, request["seeds"][0], device, fixed_seed))
             replay = self.replay(request["tape"])
             state = self._state_problem(part, request, seed=request["seeds"][0])
         except ReplayRefused as exc:
@@ -228,13 +253,13 @@ class _Replayer:
 
         def make(seed: int) -> dict:
             inputs = part.inputs(params, seed, device, fixed_seed)
+            state = replay.bind({**inputs, **prepared})  # the call's inputs: never what the baseline's setup made
             if sc.baseline_setup is not None:  # the baseline's offline step, outside the timed region
                 if fixed_seed is None or not baseline_extra:
                     baseline_extra.clear()
                     baseline_extra.update(sc.baseline_setup(inputs, params))
-                inputs.update(baseline_extra)
-            inputs.update(prepared)
-            return {"inputs": inputs, "state": replay.bind(inputs)}
+                inputs = {**inputs, **baseline_extra}
+            return {"inputs": inputs, "state": state}
 
         current: dict[str, Any] = {}
 
