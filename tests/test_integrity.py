@@ -127,6 +127,12 @@ CHEAT_RESULTS = {
     "tensor_as_constexpr": ("case", "failed", "passes a Tensor to its constexpr parameter `X`"),
     "host_function_in_kernel": ("case", "failed", "it reads `tl.str_to_ty`"),
     "forged_op_overload": ("case", "failed", "computed with PyTorch (aten.unfold)"),
+    "annotation_code": ("case", "failed", "its parameter `n_cols` is annotated with"),
+    # Red team 4's, each written for the assignment where its cheat is an answer (ONE_ASSIGNMENT): a transpose by a
+    # forged input layout, or by a composite op; the INT8 matmul timed on the baseline's dequantized weights.
+    "forged_input_layout": ("case", "failed", "lays the input `x` out in memory otherwise than the grader gave it"),
+    "composite_op_record": ("case", "failed", "never holds (aten.to.dtype"),
+    "baseline_setup_input": ("speed", "failed", "names an input `_dense` the call was not given"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
     "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
     "gc_tamper": ("case", "error", "searched the interpreter's objects with gc"),
@@ -157,8 +163,12 @@ RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatc
                   "forged_alias", "alias_set_in_place"]  # fmt: skip
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
                   "cache_by_shape", "replay_after_warmup", "branch_on_timing", "borrowed_course_op", *RECORD_ATTACKS]  # fmt: skip
+# Cheats written for one assignment, whose answer they fake: graded on that one.
+ONE_ASSIGNMENT = {"forged_input_layout": "coalescing", "composite_op_record": "coalescing",
+                  "baseline_setup_input": "quant_matmul"}  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
-MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT] if COVERED else []
+MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT and c not in ONE_ASSIGNMENT] if COVERED else []
+MATRIX += [(slug, c) for c, slug in ONE_ASSIGNMENT.items() if slug in BY_SLUG]
 
 
 def cheat_source(slug: str, cheat: str) -> str:

@@ -76,16 +76,24 @@ ESCAPES = {
     "dispatches by hand": ("def k(x_ptr):\n    tl.core.dispatch(None, None, None, None, None, None)\n", "`tl.core.dispatch`"),
     "makes a builtin": ("def k(x_ptr):\n    tl.core.builtin(x_ptr)\n", "`tl.core.builtin`"),
     "reaches the code generator's semantic": ("def k(x_ptr):\n    tl.semantic.TritonSemantic(None)\n", "`tl.semantic"),
+    # annotations: Triton's code generator evaluates a parameter's annotation, with getattr among its builtins
+    "runs code in an annotation": ("def k(x_ptr, n: getattr(tl, 'core')):\n    pass\n", "parameter `n` is annotated with"),
+    "annotates with a call": ("def k(x_ptr, n: tl.constexpr(1)):\n    pass\n", "parameter `n` is annotated with"),
+    "annotates with a name of its own": ("def k(x_ptr, n: not_constexpr):\n    pass\n", "parameter `n` is annotated"),
+    "annotates the return value": ("def k(x_ptr) -> helper():\n    pass\n", "its return value is annotated"),
+    "annotates through a dunder": ("def k(x_ptr, n: tl.core.__builtins__):\n    pass\n", "parameter `n` is annotated"),
 }
 
 
 def test_the_language_a_kernel_uses_is_still_allowed() -> None:
     """Builtins, Triton's own @jit and constexpr functions, its classes and libdevice's stubs, as the solutions use them."""
-    body = ("def k(x_ptr, N: tl.constexpr):\n    offs = tl.arange(0, N)\n    x = tl.load(x_ptr + offs)\n"
+    body = ("def k(x_ptr, N: tl.constexpr, M: 'tl.constexpr', J: constexpr, I: tl.int32, n: int, f: float = 1.0):\n"
+            "    offs = tl.arange(0, N)\n    x = tl.load(x_ptr + offs)\n"
             "    y = tl.sum(tl.math.exp2(x), axis=0) + libdevice.tanh(x) + tl.cdiv(N, 2) + triton.cdiv(N, 4)\n"
             "    for i in tl.static_range(2):\n        y += tl.zeros([N], tl.float32)\n"
             "    tl.store(x_ptr + offs, y.to(tl.float32))\n")  # fmt: skip
-    source = f"import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n@triton.jit\n{body}"
+    source = ("import triton\nimport triton.language as tl\nfrom triton.language import constexpr\n"
+              f"from triton.language.extra import libdevice\n@triton.jit\n{body}")
     kernels = _read(source)
     assert "k" in kernels.functions and not kernels.refused, kernels.refused
 
@@ -100,6 +108,30 @@ def test_a_kernel_body_that_is_not_triton_is_refused_before_anything_runs(name: 
 def test_a_kernel_calling_a_refused_one_is_refused_too() -> None:
     kernels = _read("import triton\n@triton.jit\ndef bad(x):\n    import os\n@triton.jit\ndef good(x):\n    bad(x)\n")
     assert kernels.refused["good"].startswith("it calls bad")
+
+
+SHIFTED = (
+    "#\u2028\u2028\u2028\u2028\u2028\u2028\nimport triton\nimport triton.language as tl\n"
+    "def unchecked(x_ptr, n):\n    getattr(tl, 'core')\n    tl.store(x_ptr, 1.0)\n"
+    "@triton.jit\ndef k(x_ptr, n):\n    tl.store(x_ptr, 2.0)\n"
+)
+
+
+def test_triton_reads_the_text_of_the_function_that_was_checked() -> None:
+    """str.splitlines breaks at U+2028 and form feeds, Python's parser does not: with the source's lines cut that
+    way, Triton (which reads a kernel's text through linecache) compiled the unchecked function above `k` as `k`."""
+    kernels = _read(SHIFTED)
+    built = kernel_source.build(kernels, interpret=False)
+    assert built["k"].src.startswith("def k(") and "unchecked" not in built["k"].src
+    assert kernel_check.CompileCheck(built).check("k", [torch.zeros(4), 4], {}) == ""
+
+
+def test_a_kernel_whose_text_reads_back_otherwise_is_refused() -> None:
+    """Whatever moves the text Triton reads away from what was checked, the kernel is not built."""
+    kernels = _read(SHIFTED)
+    kernels.source = SHIFTED.replace("#\u2028", "#\n\n\n\n", 1)  # the same function, three lines further down
+    built = kernel_source.build(kernels, interpret=True)
+    assert "k" not in built and "does not read back" in kernels.refused["k"]
 
 
 def test_python_behind_a_constexpr_branch_does_not_compile_for_a_gpu() -> None:
@@ -238,3 +270,85 @@ def test_an_interpreted_kernel_touches_only_the_memory_of_its_call() -> None:
     with pytest.raises(ReplayRefused, match="reached memory outside every tensor of the call"):
         _replay(tape, torch.randn(100), unmasked)  # 128 lanes read from a 100-element input
     assert torch.equal(_replay(tape, torch.ones(100))["y"], 2 * torch.ones(100))  # masked, it runs
+
+
+def _matrix_tape(x_stride: list[int], out_stride: list[int] | None = None) -> dict:
+    """A (10, 12) input x, an empty_like of it, and the launch that doubles it (as 120 flat elements)."""
+    x_ref, y_ref = _ref(0, [10, 12], x_stride), _ref(1, [10, 12], out_stride or [12, 1])
+    flat = [_ref(0, [120]), _ref(1, [120]), 120]
+    tape = _tape([{**EMPTY, "args": [x_ref], "out": y_ref}, {**LAUNCH, "args": flat}], {"y": y_ref})
+    tape["inputs"] = {"x": x_ref}
+    tape["storages"]["0"]["nbytes"] = tape["storages"]["1"]["nbytes"] = 480
+    return tape
+
+
+@interpreted
+def test_an_input_is_bound_only_in_the_layout_it_was_given() -> None:
+    """The replay used to copy an input into whatever layout the tape gave it: a tape that said the transpose's input
+    lived column-major had the replayer itself write it transposed (a red team: 60/60 with a memcpy kernel)."""
+    x = torch.randn(10, 12)
+    assert torch.equal(_replay(_matrix_tape([12, 1]), x)["y"], 2 * x)
+    with pytest.raises(ReplayRefused, match="lays the input `x` out in memory otherwise than the grader gave it"):
+        _replay(_matrix_tape([1, 10]), x)
+    moved = _matrix_tape([12, 1])  # the same layout further into a larger storage (a fenced worker's): a move
+    moved["inputs"]["x"]["T"][1] = 8
+    moved["entries"][1]["args"][0]["T"][1] = 8
+    moved["storages"]["0"]["nbytes"] = 512
+    assert torch.equal(_replay(moved, x)["y"], 2 * x)
+
+
+@interpreted
+def test_an_op_result_recorded_in_another_layout_is_refused() -> None:
+    """What a replayed op returns is moved to its recorded place only in the layout the op made."""
+    with pytest.raises(ReplayRefused, match="recorded in another shape or layout than the op makes"):
+        _replay(_matrix_tape([12, 1], out_stride=[1, 10]), torch.randn(10, 12))
+
+
+@pytest.mark.parametrize("name", ["aten.to.dtype", "aten.reshape.default", "aten.contiguous.default", "aten.copy_.Tensor"])
+def test_an_op_the_recorder_never_meets_as_one_op_is_refused(name: str) -> None:
+    """Composite ops reach the worker's recorder only as what they are made of: a tape naming one was written by
+    hand, and its replay would run a copy unjudged (a red team's `aten.to.dtype` of a transposed input)."""
+    tape = _tape([{**EMPTY, "op": name}, LAUNCH], {"y": _ref(1, [100])})
+    with pytest.raises(ReplayRefused, match="never holds|PyTorch does not have"):
+        _replay(tape, torch.randn(100))
+
+
+
+# --------------------------------------------------------------------------------------------------
+# What the replayer takes from the worker besides the tape: the setup step's tensors
+# --------------------------------------------------------------------------------------------------
+
+
+def _quant_replayer() -> tuple:
+    from autograder.replayer import _Replayer
+    from conftest import REPO_ROOT
+
+    path = REPO_ROOT / "solutions" / "quant_matmul" / "kernels.py"
+    replayer = _Replayer("quant_matmul", str(path), path.read_text(), "cpu")
+    w4 = replayer.spec.part("quant_matmul.w4a16")
+    return replayer, w4, w4.cases_for("cpu")[0].params
+
+
+def test_a_setup_step_is_held_to_its_allowance_in_the_replayer() -> None:
+    """The worker checks prepare()'s bytes too, but the submission runs there: a red team swapped the spec's limit
+    for the call and back, and a plain float32 matmul passed the W4A16 cases. The replayer's check is the one that counts."""
+    replayer, w4, params = _quant_replayer()
+    inputs = w4.inputs(params, 1, torch.device("cpu"))
+    limit = w4.setup_allowance(inputs)
+    request = {"tape": {"carried": {}}, "params": params, "seed": 1, "prepared": {"prepared.w": torch.zeros(limit // 4 + 1)}}
+    problem = replayer._state_problem(w4, request, outputs={})
+    assert problem.startswith("Your setup step (prepare()) returned") and f"more than the {limit:,} bytes" in problem
+    request["prepared"] = {"prepared.w": torch.zeros(limit // 4)}
+    assert replayer._state_problem(w4, request, outputs={}) == ""
+
+
+def test_setup_tensors_come_only_to_a_part_with_a_setup_step_and_under_names_of_their_own() -> None:
+    replayer, w4, params = _quant_replayer()
+    w8 = replayer.spec.part("quant_matmul.w8a16")
+    inputs = w8.inputs(w8.cases_for("cpu")[0].params, 1, torch.device("cpu"))
+    with pytest.raises(ReplayRefused, match="from a setup step that this part does not have"):
+        replayer._prepared(w8, {"prepared": {"prepared.w": torch.zeros(4)}}, inputs)
+    inputs = w4.inputs(params, 1, torch.device("cpu"))
+    with pytest.raises(ReplayRefused, match=r"the names of its inputs \(x\)"):
+        replayer._prepared(w4, {"prepared": {"x": torch.zeros(4)}}, inputs)
+    assert list(replayer._prepared(w4, {"prepared": {"prepared.w": torch.zeros(4)}}, inputs)) == ["prepared.w"]

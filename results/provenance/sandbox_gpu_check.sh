@@ -2,8 +2,8 @@
 # 2026-12-06, tenth session: the worker's confinement (autograder/sandbox.py) and the new guards on a GPU, where the
 # worker compiles launchers (gcc), runs ptxas and cleans Triton's temporary directories under the submission's call
 # (eleventh session: run at f05ed0c on an H100, results/h100/sandbox_gpu_check/; since then the replayer is confined
-# too, nothing may be created in /dev but /dev/shm on a GPU, and the second and third red teams' cheats are in the
-# pytest selection: that state has not run on a GPU yet):
+# too, nothing may be created in /dev but /dev/shm on a GPU, and the second, third and fourth red teams' cheats are in
+# the pytest selection):
 # two solutions graded quickly (rmsnorm; tiling, whose TMA bonus builds descriptors), then the honest solutions and
 # the new cheats of the integrity suite on the GPU, then the red team's Triton-cache plant (carried in .redteam, not
 # committed) against a control. OUT must be set; every step leaves its output in $OUT/results.tar.gz.
@@ -18,7 +18,7 @@ timeout 150 python3 -m autograder grade rmsnorm tiling --solutions --device cuda
 echo "grade: exit $?, $(( $(date +%s) - t0 )) s"; grep -E "points|Total|refused|Permission" "$W/grade_solutions.txt" | head -12; pack
 t0=$(date +%s)
 AUTOGRADER_TEST_DEVICE=cuda timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_integrity.py \
-  -k "sandbox or landlock or process_through or move_into or native_module or alias_set or honest_solution or tensor_as_constexpr or host_function or forged_op" > "$W/pytest.txt" 2>&1
+  -k "sandbox or landlock or process_through or move_into or native_module or alias_set or honest_solution or tensor_as_constexpr or host_function or forged_op or annotation_code or forged_input_layout or composite_op_record or baseline_setup_input" > "$W/pytest.txt" 2>&1
 echo "pytest: exit $?, $(( $(date +%s) - t0 )) s"; grep -E "passed|failed|^FAILED" "$W/pytest.txt" | tail -6; pack
 if [ -d .redteam ]; then
   for sub in a2_control a2_cache_so a2_control; do
