@@ -3,7 +3,7 @@
 # worker compiles launchers (gcc), runs ptxas and cleans Triton's temporary directories under the submission's call
 # (eleventh session: run at f05ed0c on an H100, results/h100/sandbox_gpu_check/; since then the replayer is confined
 # too, nothing may be created in /dev but /dev/shm on a GPU, and the second, third and fourth red teams' cheats are in
-# the pytest selection):
+# the pytest selection; twelfth session: all of it run at c2dd8b6 on an H100, results/h100/sandbox_gpu_check_2026-12-07/):
 # two solutions graded quickly (rmsnorm; tiling, whose TMA bonus builds descriptors), then the honest solutions and
 # the new cheats of the integrity suite on the GPU, then the red team's Triton-cache plant (carried in .redteam, not
 # committed) against a control. OUT must be set; every step leaves its output in $OUT/results.tar.gz.
