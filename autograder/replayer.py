@@ -253,13 +253,13 @@ class _Replayer:
 
         def make(seed: int) -> dict:
             inputs = part.inputs(params, seed, device, fixed_seed)
-            state = replay.bind({**inputs, **prepared})  # the call's inputs: never what the baseline's setup made
+            bound = replay.bind({**inputs, **prepared})  # the call's inputs: never what the baseline's setup made
             if sc.baseline_setup is not None:  # the baseline's offline step, outside the timed region
                 if fixed_seed is None or not baseline_extra:
                     baseline_extra.clear()
                     baseline_extra.update(sc.baseline_setup(inputs, params))
                 inputs = {**inputs, **baseline_extra}
-            return {"inputs": inputs, "state": state}
+            return {"inputs": inputs, "state": bound}
 
         current: dict[str, Any] = {}
 
