@@ -468,6 +468,23 @@ def _refuse_callers(kernels: Kernels) -> None:
                 changed = True
 
 
+# Builtins of Triton's code generator that no kernel needs (the check refuses them in a kernel's text, and none of
+# triton.language's own @jit functions uses one), and that reach any Python object: getattr(tl, "core") and on.
+HOST_BUILTINS = ("getattr", "hasattr", "isinstance", "list")
+
+
+def narrow_code_generator() -> None:
+    """Take HOST_BUILTINS out of the code generator's namespace, for the rest of this process (the replayer's): should
+    text the check never saw ever reach the code generator (two red teams' routes did, an annotation and a shifted
+    line), it could not reach Python's objects from there."""
+    from triton.compiler import code_generator
+
+    namespace = getattr(code_generator.CodeGenerator, "builtin_namespace", None)
+    if isinstance(namespace, dict):
+        for name in HOST_BUILTINS:
+            namespace.pop(name, None)
+
+
 def _reads_back(fn: types.FunctionType, checked: ast.FunctionDef) -> bool:
     """Triton compiles (and its interpreter re-executes) a kernel from the text `inspect` finds for it, not from the
     function object: that text must be the function that was checked, or nothing of it is built."""

@@ -383,6 +383,9 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
 
         triton.runtime.driver.active.utils  # noqa: B018
     sys.dont_write_bytecode = True
+    from autograder.kernel_source import narrow_code_generator
+
+    narrow_code_generator()
     confinement = confine_replayer(source, gpu=device_name == "cuda")
     print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}", file=sys.stderr)
     replayer = _Replayer(slug, submission_file, source, device_name)

@@ -352,3 +352,30 @@ def test_setup_tensors_come_only_to_a_part_with_a_setup_step_and_under_names_of_
     with pytest.raises(ReplayRefused, match=r"the names of its inputs \(x\)"):
         replayer._prepared(w4, {"prepared": {"x": torch.zeros(4)}}, inputs)
     assert list(replayer._prepared(w4, {"prepared": {"prepared.w": torch.zeros(4)}}, inputs)) == ["prepared.w"]
+
+
+NARROWED = """
+import torch
+from autograder import kernel_check, kernel_source
+kernel_source.narrow_code_generator()  # as the replayer's main() does, for its whole process
+src = "import triton\\nimport triton.language as tl\\n@triton.jit\\ndef k(x_ptr, N: tl.constexpr):\\n" \\
+      "    offs = tl.arange(0, N)\\n    tl.store(x_ptr + offs, tl.sum(tl.load(x_ptr + offs), axis=0) + tl.zeros([N], tl.float32))\\n"
+unchecked = src.replace("    offs", "    getattr(tl, 'core')\\n    offs", 1)
+for text in (src, unchecked):
+    kernels = kernel_source.read(text, "/nowhere/kernels.py")  # not checked: as if text had slipped past the check
+    print(repr(kernel_check.CompileCheck(kernel_source.build(kernels, interpret=False)).check("k", [torch.zeros(16)], {"N": 16})[-60:]))
+"""
+
+
+def test_the_replayers_code_generator_cannot_reach_python_objects() -> None:
+    """Defence in depth behind the check of a kernel's text: in the replayer, Triton's code generator has no getattr,
+    hasattr, isinstance or list, which text that slipped past the check (an annotation, a shifted line) used."""
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    run = subprocess.run([sys.executable, "-c", NARROWED], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0 and lines[0] == "''", run.stdout + run.stderr
+    assert "getattr is not defined" in lines[1], run.stdout
