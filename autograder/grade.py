@@ -311,6 +311,7 @@ class _Pending:
     seed: int
     fixed_seed: int | None
     reads: int
+    other_kept: str = ""  # the kept inputs, named, when this replay runs on other ones (see _replay_with_other_kept)
 
 
 def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, worker: Worker, replayer: Replayer,
@@ -321,9 +322,10 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
 
     def finish() -> None:
         """Judge the replay of the pending case (if any), waiting for it."""
-        if not pending:
-            return
-        job = pending.pop()
+        while pending:
+            judge(pending.pop(0))
+
+    def judge(job: _Pending) -> None:
         result = job.result
         waited = time.perf_counter()  # the replay ran while the worker worked: only the wait for it counts
         try:
@@ -343,7 +345,14 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             ok, message = _replay_verdict(part, job.params, reply, part.reference(inputs, job.params), job.reads)
         except _UNREADABLE as exc:
             ok, message = False, _unreadable(exc)
-        if not ok:
+        if not ok and job.other_kept:
+            message = (
+                f"Replayed with other {job.other_kept} of the same shapes, and what your setup step made from them, "
+                f"your call's launches did not give the right answer. Those inputs stay the same from call to call, "
+                f"so values derived from them and carried in the call (arguments, fills) answer only them: read them "
+                f"in your kernel. {message}"
+            )
+        if not ok and result.status == "passed":
             result.status, result.message, result.score = "failed", message, 0.0
 
     for i, case in enumerate(cases, 1):
@@ -392,8 +401,41 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
                 result.message = f"The grader could not start the replay of your kernels: {exc}"
             else:
                 pending.append(_Pending(result, request_id, case.params, replay_seed, fixed_seed, tapes.scalar_reads(reply["tape"])))
+                if part.setup_reads:
+                    _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending)
     finish()
     return results
+
+
+def _replay_with_other_kept(part: Part, case: Case, seed: int, reply: dict, worker: Worker, replayer: Replayer,
+                            seeds: Seeds, limits: Limits, result: CaseResult, pending: list[_Pending]) -> None:
+    """For a part whose replays keep some inputs (the weights a setup step prepared from): replay the call's tape once
+    more on other kept inputs of the same shapes, with what the setup step made from those (the worker runs it on
+    them). The tape's launches and ops must not depend on the kept inputs' values: they stay the same in every
+    ordinary replay, so anything derived from them and carried in the tape (a red team's dequantized weights, as the
+    values of `fill_` calls) would answer it. Memory carried, and what setup returned, are judged by the allowance."""
+    kept = ", ".join(f"`{name}`" for name in part.setup_reads)
+    other = seeds.next()
+    try:
+        again = worker.request({"op": "case", "task": part.task, "params": case.params, "seed": seed, "fixed_seed": other},
+                               limits.current, f"running {case.name} with other {kept}")  # fmt: skip
+    except WorkerLost as lost:
+        result.status, result.score, result.message = "error", 0.0, f"Run with other {kept} of the same shapes: {lost}"
+        return
+    if again.get("status") != "ok":
+        result.status, result.score = "failed", 0.0
+        result.message = f"Run with other {kept} of the same shapes, your call failed: {again.get('message', '')}"
+        return
+    replay_seed = seeds.replay()
+    request = {"op": "case", "task": part.task, "params": case.params, "seed": replay_seed, "fixed_seed": other,
+               "tape": reply["tape"], "prepared": _load_outputs(again.get("prepared") or {})}  # fmt: skip
+    try:
+        request_id = replayer.submit(request)
+    except (WorkerLost, OSError, RuntimeError) as exc:
+        result.status, result.score = "error", 0.0
+        result.message = f"The grader could not start the replay of your kernels: {exc}"
+        return
+    pending.append(_Pending(result, request_id, case.params, replay_seed, other, tapes.scalar_reads(reply["tape"]), kept))
 
 
 def _not_run(result: CaseResult, hung: str) -> None:

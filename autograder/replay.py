@@ -309,6 +309,14 @@ class Replay:
                     f"The record of your call names an op that the grader's record of a call never holds ({qualified}, "
                     "which PyTorch runs as other ops): the record was changed."
                 )
+            written = _written_arguments(op)
+            if written:
+                raise ReplayRefused(
+                    f"The graded call ran PyTorch's {qualified}, which writes its result into a tensor it is given "
+                    f"(`{written[0]}`): that is PyTorch doing the work. Besides your Triton kernels the call may only "
+                    "allocate, view and copy tensors the ordinary way (`out=` variants are not): compute the result "
+                    "in your kernel."
+                )
             self._ops[qualified] = op
         return op
 
@@ -401,6 +409,13 @@ def _recordable(op: Any) -> bool:
         return not op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
     except RuntimeError:
         return False
+
+
+def _written_arguments(op: Any) -> list[str]:
+    """The arguments an overload writes besides `self`: its `out=` tensors. An allowed name says nothing of them: a
+    view's or an allocation's `.out` overload copies into the tensor it is given (a red team's
+    `_unsafe_view.out(x.t(), ..., out=y)` was the transpose, under a view's name)."""
+    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write and a.name != "self"]
 
 
 def _same_layout(shape: list, stride: list, recorded: list) -> bool:

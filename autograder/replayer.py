@@ -116,7 +116,7 @@ class _Replayer:
         clash = sorted(set(prepared) & set(inputs))
         if clash:
             raise ReplayRefused(f"The record of your call gives its setup step's tensors the names of its inputs ({', '.join(clash)}).")
-        return {k: v.to(self.device) for k, v in prepared.items()}
+        return {k: _compact(v, self.device) for k, v in prepared.items()}
 
     def _state_problem(self, part: Any, request: dict, outputs: dict | None = None, seed: int | None = None) -> str:
         """For a part whose replay keeps some inputs (Part.setup_allowance): '' if what setup returned plus the nonzero
@@ -134,7 +134,7 @@ class _Replayer:
 
         def inputs() -> dict:
             made = part.inputs(params, seed, self.device, request.get("fixed_seed"))
-            made.update({k: v.to(self.device) for k, v in request.get("prepared", {}).items()})
+            made.update(self._prepared(part, request, made))
             return made
 
         limit = part.setup_allowance(inputs())
@@ -313,6 +313,17 @@ class _Replayer:
             current.clear()
         return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "kernels": kernels,
                 "outputs": {str(r): t for r, t in kept.items()}}
+
+
+def _compact(tensor: Any, device: Any) -> Any:
+    """A copy of a tensor from the worker in memory of its own, just large enough for its strides: what is counted is
+    then all the replay can read (a red team's prepare() returned a one-element view of a storage that also held the
+    dequantized weights, and the replay had adopted that whole storage)."""
+    import torch
+
+    fresh = torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device=device)
+    torch.empty(0, dtype=torch.uint8, device=device).set_(torch.Tensor.untyped_storage(fresh)).fill_(0xFF)  # the gaps: NaN
+    return fresh.copy_(tensor)
 
 
 def _differ(a: dict, b: dict) -> bool:

@@ -460,11 +460,29 @@ def _output_problem(tape: dict) -> str:
                 f"`{name}` shares memory with the input `{inputs[str(ref[0])]}`: return a new tensor that your kernel "
                 "writes, not a view of (or the memory of) something the grader gave you."
             )
+        if not _row_major(ref[2], ref[3]):
+            return (
+                f"`{name}` is not laid out row-major (shape {tuple(ref[2])}, strides {tuple(ref[3])}): return a "
+                "contiguous tensor, as the PyTorch op does. The layout of the result is part of the answer (a "
+                "transpose returned as a view of its input's layout has done none of its work)."
+            )
         key = repr(ref)
         if key in seen:
             return f"`{name}` is the same memory as the output `{seen[key]}`: each output needs its own tensor."
         seen[key] = name
     return ""
+
+
+def _row_major(shape: Any, stride: Any) -> bool:
+    """Whether strides are the contiguous row-major ones for `shape`, along every dimension longer than 1."""
+    if not (isinstance(shape, list) and isinstance(stride, list) and len(shape) == len(stride)):
+        return False
+    expected = 1
+    for n, st in zip(reversed(shape), reversed(stride)):
+        if n != 1 and st != expected:
+            return n == 0 or 0 in shape
+        expected *= n
+    return True
 
 
 def _device_to_host(entry: dict) -> bool:

@@ -726,7 +726,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list)
     part = spec.part(request["task"])
     params = request["params"]
     try:
-        inputs = part.inputs(params, request["seed"], device)
+        inputs = part.inputs(params, request["seed"], device, request.get("fixed_seed"))
     except BaseException as exc:  # noqa: BLE001  (e.g. a huge case refused by the memory limit)
         return _failure(session, exc, part.task)
     before = {k: v.clone() for k, v in inputs.items()}

@@ -177,3 +177,20 @@ def test_bad_arguments_get_a_sentence(make, error, phrase: str) -> None:
 def test_the_spec_refuses_only_copies_beyond_the_common_rules() -> None:
     assert {"clone", "copy_", "_to_copy"} <= ASSIGNMENT.forbidden_ops
     assert not {"empty", "t", "transpose", "view", "as_strided"} & ASSIGNMENT.forbidden_ops
+
+
+def test_an_out_variant_of_a_view_op_is_pytorch_doing_the_copy() -> None:
+    """`_unsafe_view` is an allowed name; its `.out` overload copies into the tensor it is given (a red team's
+    transpose under a view's name)."""
+    for name, (status, message) in cases(graded(sub("wrong_out_variant_copy"))).items():
+        assert status == "failed" and "ran PyTorch's aten._unsafe_view.out, which writes its result into a tensor" in message, (name, message)
+
+
+def test_a_transposed_view_of_a_copy_is_not_a_transpose() -> None:
+    """The grader reads a reply's values in its own layout: returning buf.t() once had the grader make it contiguous,
+    doing the work. Where the layouts agree (one row or one column) the copy is the transpose, and passes."""
+    results = cases(graded(sub("wrong_transposed_view_output")))
+    for name in NON_SQUARE | {"(64x64) float32"}:
+        status, message = results[name]
+        assert status == "failed" and "`out` is not laid out row-major" in message, (name, message)
+    assert results["(1x77) float32"][0] == "passed"

@@ -304,6 +304,23 @@ def test_an_op_result_recorded_in_another_layout_is_refused() -> None:
         _replay(_matrix_tape([12, 1], out_stride=[1, 10]), torch.randn(10, 12))
 
 
+@interpreted
+def test_an_out_overload_of_an_allowed_op_is_refused() -> None:
+    """An allowed name says nothing of its overloads: `_unsafe_view.out` copies into the tensor it is given (a red
+    team's transpose under a view's name)."""
+    unsafe = {"kind": "op", "op": "aten._unsafe_view.out", "args": [_ref(0, [100]), [100]], "kwargs": {"out": _ref(1, [100])},
+              "out": _ref(1, [100])}  # fmt: skip
+    with pytest.raises(ReplayRefused, match="writes its result into a tensor it is given \\(`out`\\)"):
+        _replay(_tape([EMPTY, unsafe, LAUNCH], {"y": _ref(1, [100])}), torch.randn(100))
+
+
+def test_an_output_is_laid_out_row_major() -> None:
+    """The grader reads an output's values in its own layout: a transposed view of a copy read as the transpose."""
+    tape = _matrix_tape([12, 1], out_stride=[1, 10])
+    assert "`y` is not laid out row-major (shape (10, 12), strides (1, 10))" in tapes.problems(tape, "/nowhere/kernels.py")
+    assert tapes.problems(_matrix_tape([12, 1]), "/nowhere/kernels.py") == ""
+
+
 @pytest.mark.parametrize("name", ["aten.to.dtype", "aten.reshape.default", "aten.contiguous.default", "aten.copy_.Tensor"])
 def test_an_op_the_recorder_never_meets_as_one_op_is_refused(name: str) -> None:
     """Composite ops reach the worker's recorder only as what they are made of: a tape naming one was written by
@@ -352,6 +369,20 @@ def test_setup_tensors_come_only_to_a_part_with_a_setup_step_and_under_names_of_
     with pytest.raises(ReplayRefused, match=r"the names of its inputs \(x\)"):
         replayer._prepared(w4, {"prepared": {"x": torch.zeros(4)}}, inputs)
     assert list(replayer._prepared(w4, {"prepared": {"prepared.w": torch.zeros(4)}}, inputs)) == ["prepared.w"]
+
+
+def test_setup_tensors_reach_the_replay_in_memory_of_their_own() -> None:
+    """A one-element view of a storage that also held the dense weights: its byte count is four, and that is all the
+    replay may read (a red team's pickled view once brought the whole storage, which the replay adopted)."""
+    replayer, w4, params = _quant_replayer()
+    big = torch.arange(1000, dtype=torch.float32)
+    inputs = w4.inputs(params, 1, torch.device("cpu"))
+    view = replayer._prepared(w4, {"prepared": {"prepared.w": big[:1]}}, inputs)["prepared.w"]
+    assert view.untyped_storage().nbytes() == 4 and view.item() == 0.0
+    strided = replayer._prepared(w4, {"prepared": {"prepared.w": big.view(10, 100)[:, ::50]}}, inputs)["prepared.w"]
+    assert strided.stride() == (100, 50) and torch.equal(strided, big.view(10, 100)[:, ::50])
+    assert strided.untyped_storage().nbytes() == 4 * (9 * 100 + 50 + 1)  # its strides' span, the gaps NaN
+    assert torch.isnan(torch.empty(0).set_(strided.untyped_storage())).sum() == 951 - 20
 
 
 NARROWED = """
