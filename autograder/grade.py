@@ -390,19 +390,10 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             result.status, result.message, result.score = "error", _unreadable(exc), 0.0
             job = None
         if job is not None:
-            replay_seed = seeds.replay()  # inputs the worker never sees
             fixed_seed = seed if part.setup_reads else None
-            request = {"op": "case", "task": part.task, "params": case.params, "seed": replay_seed, "fixed_seed": fixed_seed,
-                       "tape": reply["tape"], "prepared": _load_outputs(reply.get("prepared") or {})}  # fmt: skip
-            try:
-                request_id = replayer.submit(request)
-            except (WorkerLost, OSError, RuntimeError) as exc:
-                result.status, result.score = "error", 0.0
-                result.message = f"The grader could not start the replay of your kernels: {exc}"
-            else:
-                pending.append(_Pending(result, request_id, case.params, replay_seed, fixed_seed, tapes.scalar_reads(reply["tape"])))
-                if part.setup_reads:
-                    _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending)
+            started = _submit_replay(replayer, part, case, reply["tape"], reply.get("prepared"), fixed_seed, seeds, result, pending)
+            if started and part.setup_reads:
+                _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending)
     finish()
     return results
 
@@ -426,16 +417,24 @@ def _replay_with_other_kept(part: Part, case: Case, seed: int, reply: dict, work
         result.status, result.score = "failed", 0.0
         result.message = f"Run with other {kept} of the same shapes, your call failed: {again.get('message', '')}"
         return
-    replay_seed = seeds.replay()
-    request = {"op": "case", "task": part.task, "params": case.params, "seed": replay_seed, "fixed_seed": other,
-               "tape": reply["tape"], "prepared": _load_outputs(again.get("prepared") or {})}  # fmt: skip
+    _submit_replay(replayer, part, case, reply["tape"], again.get("prepared"), other, seeds, result, pending, kept)
+
+
+def _submit_replay(replayer: Replayer, part: Part, case: Case, tape: dict, prepared: Any, fixed_seed: int | None,
+                   seeds: Seeds, result: CaseResult, pending: list[_Pending], other_kept: str = "") -> bool:
+    """Start the replay of a case's tape on new inputs (the kept ones drawn from `fixed_seed`), to be judged when the
+    grader next waits for it; False, with the case's sentence, when it could not start."""
+    replay_seed = seeds.replay()  # inputs the worker never sees
+    request = {"op": "case", "task": part.task, "params": case.params, "seed": replay_seed, "fixed_seed": fixed_seed,
+               "tape": tape, "prepared": _load_outputs(prepared or {})}  # fmt: skip
     try:
         request_id = replayer.submit(request)
     except (WorkerLost, OSError, RuntimeError) as exc:
         result.status, result.score = "error", 0.0
         result.message = f"The grader could not start the replay of your kernels: {exc}"
-        return
-    pending.append(_Pending(result, request_id, case.params, replay_seed, other, tapes.scalar_reads(reply["tape"]), kept))
+        return False
+    pending.append(_Pending(result, request_id, case.params, replay_seed, fixed_seed, tapes.scalar_reads(tape), other_kept))
+    return True
 
 
 def _not_run(result: CaseResult, hung: str) -> None:
