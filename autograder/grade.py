@@ -321,7 +321,7 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
     pending: list[_Pending] = []
 
     def finish() -> None:
-        """Judge the replay of the pending case (if any), waiting for it."""
+        """Judge the pending replays (a case's, and for kept inputs its second), waiting for them."""
         while pending:
             judge(pending.pop(0))
 
@@ -411,7 +411,10 @@ def _replay_with_other_kept(part: Part, case: Case, seed: int, reply: dict, work
         again = worker.request({"op": "case", "task": part.task, "params": case.params, "seed": seed, "fixed_seed": other},
                                limits.current, f"running {case.name} with other {kept}")  # fmt: skip
     except WorkerLost as lost:
-        result.status, result.score, result.message = "error", 0.0, f"Run with other {kept} of the same shapes: {lost}"
+        result.status = "timeout" if str(lost).startswith("Timed out") else "error"
+        result.score, result.message = 0.0, f"Run with other {kept} of the same shapes: {lost}"
+        if result.status == "timeout":
+            limits.hung = limits.hung or result.name
         return
     if again.get("status") != "ok":
         result.status, result.score = "failed", 0.0
