@@ -132,9 +132,13 @@ class _Replayer:
         params = request["params"]
         seed = request["seed"] if seed is None else seed
 
+        prepared: dict = {}
+
         def inputs() -> dict:
             made = part.inputs(params, seed, self.device, request.get("fixed_seed"))
-            made.update(self._prepared(part, request, made))
+            if not prepared:  # checked and copied once, for the allowance and both replays
+                prepared.update(self._prepared(part, request, made))
+            made.update(prepared)
             return made
 
         limit = part.setup_allowance(inputs())
