@@ -182,7 +182,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.grade import Selection
 
     selection = Selection(max_cases=args.max_cases)
-    console.print(f"Grading {', '.join(files)} on the {where}.\n{header}\n", highlight=False)
+    console.print(f"Grading {', '.join(files)} on the {where}.\n{header}\n", highlight=False, markup=False)
 
     def progress(slug: str) -> Callable[[str], None]:
         return status.update if status is not None else lambda s: err.print(s, highlight=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from functools import lru_cache
 
 _OVERLOAD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # "default", "dim", "Tensor_out" ...: never a dunder
 
@@ -60,7 +61,32 @@ def is_allowed(qualified: object, refused: Collection[str] = ()) -> bool:
     name = op_name(qualified)
     if name in refused or name.rstrip("_") in refused:
         return False
-    return name in ALLOWED_OPS or name.rstrip("_") in ALLOWED_OPS
+    if not (name in ALLOWED_OPS or name.rstrip("_") in ALLOWED_OPS):
+        return False
+    # An assignment that refuses copies refuses every overload that copies, whatever its name says.
+    return not (refuses_copies(refused) and copies_values(str(qualified)))
+
+
+def refuses_copies(refused: Collection[str]) -> bool:
+    return any(name in refused for name in COPY_OPS)
+
+
+@lru_cache(maxsize=None)
+def copies_values(qualified: str) -> bool:
+    """Whether an allowed overload writes `self` with values it reads from another tensor it is given: `copy_`'s
+    `src`, `fill_.Tensor`'s `value` (a red team filled a transpose's output element by element from one-element views
+    of the input), `set_`'s `source`. Read from the overload's schema, so that a copy under another op's name is
+    still a copy. (An overload that writes another argument, `out=`, is refused in every assignment by the replay,
+    replay._written_arguments.) An overload PyTorch does not have counts as one (the replayer refuses it anyway)."""
+    import torch
+
+    _, name, overload = qualified.split(".")
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None or overload not in packet.overloads():
+        return True
+    arguments = getattr(packet, overload)._schema.arguments
+    written = {a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write}
+    return "self" in written and any("Tensor" in str(a.type) and a.name not in written for a in arguments)
 
 
 def shown(qualified: object) -> str:

@@ -47,7 +47,8 @@ def print_result(console: Console, result: AssignmentResult, verbose: bool = Fal
             message = "(as above)"
         shown_messages.add(c.message)
         points = "-" if c.max_score == 0 else f"{_pts(c.score)}/{_pts(c.max_score)}"
-        table.add_row(task, c.name, Text(label, style=style), points, message)
+        # Text, not markup: a message may quote the submission's own words ("[/bold]" in an exception stopped rich).
+        table.add_row(Text(task), Text(c.name), Text(label, style=style), points, Text(message))
     console.print(table)
     line = f"{result.title}: {_pts(result.score(False))}/{_pts(result.max_score(False))} points"
     if result.max_score(True):

@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from autograder.lifecycle import watch_lifeline
-from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_course_op  # noqa: F401  (one policy, see policy.py)
+from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_allowed, is_course_op, refuses_copies  # noqa: F401  (one policy, see policy.py)
 from autograder.sandbox import confine_worker
 from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape, tensor_descriptor_type
 
@@ -94,6 +94,8 @@ class _Watch:
             self._forbid("a copy from the GPU to the CPU (.cpu(), .to('cpu'), .tolist())")
             return
         refused = name in self.refused or name.rstrip("_") in self.refused
+        if not refused and refuses_copies(self.refused):  # a copy under another op's name (fill_.Tensor)
+            refused = str(func).count(".") != 2 or not is_allowed(str(func), self.refused)
         if refused or (name.rstrip("_") not in ALLOWED_OPS and name not in ALLOWED_OPS):
             self._forbid(str(func).rsplit(".", 1)[0])
 

@@ -132,6 +132,8 @@ CHEAT_RESULTS = {
     # forged input layout, or by a composite op; the INT8 matmul timed on the baseline's dequantized weights.
     "forged_input_layout": ("case", "failed", "lays the input `x` out in memory otherwise than the grader gave it"),
     "composite_op_record": ("case", "failed", "never holds (aten.to.dtype"),
+    # Red team 6's: a transpose by fill_.Tensor, element by element from 0-d views of the input.
+    "fill_from_tensor": ("case", "failed", "computed with PyTorch (aten.fill_)"),
     "baseline_setup_input": ("speed", "failed", "names an input `_dense` the call was not given"),
     "disable_recorder": ("case", "failed", "switched off the grader's record of PyTorch ops"),
     "host_compute": ("case", "failed", "Tensor.numpy (reads tensor data into Python)"),
@@ -164,7 +166,7 @@ RECORD_ATTACKS = ["frame_walk", "traceback_frames", "generator_frames", "dispatc
 PER_ASSIGNMENT = ["fallback_in_except", "alias_input", "partial_write", "edit_inputs", "lazy_subclass",
                   "cache_by_shape", "replay_after_warmup", "branch_on_timing", "borrowed_course_op", *RECORD_ATTACKS]  # fmt: skip
 # Cheats written for one assignment, whose answer they fake: graded on that one.
-ONE_ASSIGNMENT = {"forged_input_layout": "coalescing", "composite_op_record": "coalescing",
+ONE_ASSIGNMENT = {"forged_input_layout": "coalescing", "composite_op_record": "coalescing", "fill_from_tensor": "coalescing",
                   "baseline_setup_input": "quant_matmul"}  # fmt: skip
 MATRIX = [(a.slug, c) for a in COVERED for c in PER_ASSIGNMENT]
 MATRIX += [(COVERED[0].slug, c) for c in CHEAT_RESULTS if c not in PER_ASSIGNMENT and c not in ONE_ASSIGNMENT] if COVERED else []

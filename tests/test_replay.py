@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import pytest
 
-from autograder import kernel_check, kernel_source
+from autograder import kernel_check, kernel_source, policy
 from autograder import tape as tapes
 from autograder.replay import Replay, ReplayRefused, install_bounds_checks
 from course.env import interpreter_requested
@@ -169,10 +169,11 @@ LAUNCH = {"kind": "launch", "kernel": "double", "file": "/nowhere/kernels.py", "
           "args": [_ref(0, [100]), _ref(1, [100]), 100], "kwargs": {"BLOCK": 64}}  # fmt: skip
 
 
-def _replay(tape: dict, x: torch.Tensor, source: str = SOURCE) -> dict:
+def _replay(tape: dict, x: torch.Tensor, source: str = SOURCE, refused_ops: frozenset[str] = frozenset()) -> dict:
     kernels = _read(source)
     install_bounds_checks()
-    replay = Replay(tape, kernel_source.build(kernels, interpret=True), kernels.refused, torch.device("cpu"), bounds=True)
+    replay = Replay(tape, kernel_source.build(kernels, interpret=True), kernels.refused, torch.device("cpu"), bounds=True,
+                    refused_ops=refused_ops)  # fmt: skip
     return replay.run(replay.bind({"x": x}))
 
 
@@ -312,6 +313,36 @@ def test_an_out_overload_of_an_allowed_op_is_refused() -> None:
               "out": _ref(1, [100])}  # fmt: skip
     with pytest.raises(ReplayRefused, match="writes its result into a tensor it is given \\(`out`\\)"):
         _replay(_tape([EMPTY, unsafe, LAUNCH], {"y": _ref(1, [100])}), torch.randn(100))
+
+
+COPIES_REFUSED = frozenset({"clone", "copy_", "_to_copy", "contiguous"})  # the transpose's refusals
+
+
+@pytest.mark.parametrize("op", ["aten.fill_.Tensor", "aten.copy_.default", "aten.set_.source_Tensor"])
+def test_an_overload_that_copies_is_a_copy_whatever_its_name(op: str) -> None:
+    """`fill_` is a constant fill, but `fill_.Tensor` takes its value from a tensor: where copies are refused, so is it
+    (red team 6 filled a transpose's output element by element from 0-d views of the input: 60/60, idle kernel)."""
+    assert policy.copies_values(op)
+    assert not policy.is_allowed(op, COPIES_REFUSED)
+    assert policy.is_allowed(op, frozenset()) or op == "aten.copy_.default"
+
+
+@pytest.mark.parametrize("op", ["aten.fill_.Scalar", "aten.zero_.default", "aten.expand_as.default", "aten.view_as.default",
+                                "aten.is_same_size.default", "aten.empty_like.default", "aten.as_strided.default"])
+def test_a_fill_view_or_allocation_is_not_a_copy(op: str) -> None:
+    assert not policy.copies_values(op)
+    assert policy.is_allowed(op, COPIES_REFUSED)
+
+
+@interpreted
+def test_a_fill_from_a_tensor_is_refused_in_the_record_and_the_replay_where_copies_are() -> None:
+    scalar = {"T": ["0", 3, [], [], "float32", "cpu"]}  # x[3] as a 0-d view
+    fill = {"kind": "op", "op": "aten.fill_.Tensor", "args": [_ref(1, [100]), scalar], "kwargs": {}, "out": _ref(1, [100])}
+    tape = _tape([EMPTY, fill, LAUNCH], {"y": _ref(1, [100])})
+    assert "computed with PyTorch (aten.fill_)" in tapes.problems(tape, "/nowhere/kernels.py", refused=COPIES_REFUSED)
+    with pytest.raises(ReplayRefused, match="computed with PyTorch \\(aten.fill_\\)"):
+        _replay(tape, torch.randn(100), refused_ops=COPIES_REFUSED)
+    assert torch.equal(_replay(tape, torch.ones(100))["y"], 2 * torch.ones(100))  # allowed where copies are
 
 
 def test_an_output_is_laid_out_row_major() -> None:

@@ -145,3 +145,19 @@ def test_stability_writes_to_the_results_folder_of_the_gpu_model(name: str, fold
     stability = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stability)
     assert stability.gpu_slug(name) == folder
+
+
+def test_a_message_that_looks_like_markup_is_printed_as_it_is() -> None:
+    """A case's message may quote the submission's own exception: rich's markup in it stopped the local report (red
+    team 6: `ValueError("[/bold] ...")`, and no --json was written)."""
+    import io
+
+    from rich.console import Console
+
+    from autograder.grade import AssignmentResult, CaseResult
+    from autograder.report import print_result
+
+    case = CaseResult("rmsnorm.forward", "[bold](4x7)", "error", 0.0, 6.0, "ValueError: [/bold] closes [red]nothing")
+    out = io.StringIO()
+    print_result(Console(file=out, width=200), AssignmentResult("rmsnorm", "05 RMSNorm", "cpu", [case]))
+    assert "ValueError: [/bold] closes [red]nothing" in out.getvalue() and "[bold](4x7)" in out.getvalue()

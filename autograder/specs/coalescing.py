@@ -143,8 +143,8 @@ ASSIGNMENT = Assignment(
     # PyTorch's copies would transpose for the student (x.t().contiguous() is the op being replaced).
     forbidden_ops=frozenset({"clone", "copy_", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize"}),
     forbidden_note=(
-        "In this assignment copies count too (`clone`, `contiguous`, `copy_`, `to`): the copy that "
-        "transposes is the operation you are writing. Views such as x.t() are fine."
+        "In this assignment copies count too (`clone`, `contiguous`, `copy_`, `to`, a `fill_` from a tensor): the copy "
+        "that transposes is the operation you are writing. Views such as x.t() are fine."
     ),
 )
 
