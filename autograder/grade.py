@@ -621,8 +621,8 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
     try:
         rep_seeds = [Seeds.secret() for _ in range(reps)]  # one new input set per timed call, never shown to the worker
         always = min(MIN_REPS, reps)  # timed calls that run however settled the times are
-        checked = sorted(secrets.SystemRandom().sample(range(always), min(CHECKED_TIMED_CALLS, always)))
-        request = {**_tape_request(recorded, sc.task), "op": "time", "seeds": rep_seeds, "keep": checked,
+        # The replayer draws the checked calls from all the timed calls that ran (replayer._Replayer.time).
+        request = {**_tape_request(recorded, sc.task), "op": "time", "seeds": rep_seeds, "check": CHECKED_TIMED_CALLS,
                    "warmup_seeds": [Seeds.secret() for _ in range(WARMUP_INPUTS)],
                    "warmup_calls": 2 if cpu else 10, "warmup_ms": 0.0 if cpu else 100.0,
                    "min_reps": always, "settled_spread": 0.0 if cpu else SETTLED_SPREAD}  # fmt: skip
@@ -632,6 +632,10 @@ def _time_speed(spec: Assignment, recorded: _Recorded, replayer: Replayer, devic
             result.message = "Timing the call the grader recorded: " + str(timed.get("message", ""))
             return result
         worst = 0.0  # the checked outputs' largest error, as a fraction of the tolerance: a reference kernel's margin
+        checked = sorted(int(r) for r in timed["outputs"])
+        ran = len(timed["times"].get("submission", []))
+        if len(checked) != min(CHECKED_TIMED_CALLS, ran) or not all(0 <= r < ran for r in checked):
+            raise ValueError(f"the replayer kept timed calls {checked} of {ran}")
         for r in checked:
             inputs = part.inputs(params, rep_seeds[r], device, fixed_seed)
             ref = next(iter(part.reference(inputs, params).values()))

@@ -13,7 +13,8 @@ the outputs the call returned.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +41,15 @@ class OutOfBounds(Exception):
 
 
 _BOUNDS: list[Any] = []  # [starts, ends] (sorted numpy arrays of the replay's storages) while a launch runs
+_STRICT: list[bool] = [False]  # the replayer's: an interpreted access outside every bounded launch is refused too
 
 
 def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
     import numpy as np
 
     if not _BOUNDS:
+        if _STRICT[0]:  # a launch nobody bounded (the grader's own launch of a kernel once ran unchecked): nothing
+            raise OutOfBounds(f"a {what} ran in a launch the grader did not bound to the memory of a call")
         return
     starts, ends = _BOUNDS
     addresses = np.asarray(ptrs, dtype=np.uint64)
@@ -62,9 +66,33 @@ def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
         )
 
 
-def install_bounds_checks() -> None:
-    """Wrap the interpreter's memory operations (once per process) with _check_addresses."""
+def out_of_bounds(exc: BaseException) -> OutOfBounds | None:
+    """The OutOfBounds behind an exception the interpreter raised around it, if there is one."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OutOfBounds):
+        cause = cause.__cause__ or cause.__context__
+    return cause
+
+
+@contextmanager
+def bounded(storages: Iterable[Any]) -> Iterator[None]:
+    """Interpreted kernels launched inside may load and store only in these storages (untyped storages)."""
+    import numpy as np
+
+    spans = sorted((s.data_ptr(), s.data_ptr() + s.nbytes()) for s in storages if s.nbytes())
+    _BOUNDS[:] = [np.array([a for a, _ in spans], dtype=np.uint64), np.array([b for _, b in spans], dtype=np.uint64)]
+    try:
+        yield
+    finally:
+        _BOUNDS.clear()
+
+
+def install_bounds_checks(strict: bool = False) -> None:
+    """Wrap the interpreter's memory operations (once per process) with _check_addresses. `strict` (the replayer):
+    an access outside every `bounded` launch is refused as well, so a launch the grader forgets to bound fails closed."""
     from triton.runtime import interpreter
+
+    _STRICT[0] = _STRICT[0] or strict
 
     builder = interpreter.InterpreterBuilder
     if getattr(builder, "_autograder_bounds", False):
@@ -380,24 +408,17 @@ class Replay:
             if index not in self.launched:  # the compiled kernel, for autograder/diagnose.py
                 self.launched[index] = (name, tuple(grid), compiled)
             return
-        import numpy as np
-
-        spans = sorted((s.data_ptr(), s.data_ptr() + s.nbytes()) for s in state.storages.values() if s.nbytes())
-        _BOUNDS[:] = [np.array([a for a, _ in spans], dtype=np.uint64), np.array([b for _, b in spans], dtype=np.uint64)]
         try:
-            kernel[tuple(grid)](*args, **kwargs)
+            with bounded(state.storages.values()):
+                kernel[tuple(grid)](*args, **kwargs)
         except Exception as exc:
-            cause = exc
-            while cause is not None and not isinstance(cause, OutOfBounds):
-                cause = cause.__cause__ or cause.__context__
+            cause = out_of_bounds(exc)
             if cause is None:
                 raise
             raise ReplayRefused(
                 f"Your kernel {name}, replayed on new inputs, made {cause} (the grader runs kernels only on the "
                 "memory of the call they belong to)."
             ) from None
-        finally:
-            _BOUNDS.clear()
 
 
 def _recordable(op: Any) -> bool:

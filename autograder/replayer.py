@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import sys
 from multiprocessing.connection import Connection
 from typing import Any
@@ -56,7 +57,7 @@ class _Replayer:
             if self.interpret:
                 from autograder.replay import install_bounds_checks
 
-                install_bounds_checks()
+                install_bounds_checks(strict=True)
         except SyntaxError:
             self.problem = "kernels.py has a syntax error, so the grader cannot read its kernels."
             self.launchable, self.check = {}, None
@@ -75,22 +76,35 @@ class _Replayer:
             return {"status": "refused", "message": self.problem}
         part = self.spec.part(request["task"])
         params = request["params"]
-        inputs = part.inputs(params, request["seed"], self.device, request.get("fixed_seed"))
+
+        def made() -> dict:  # the case's inputs, made anew from its seed: the same values each time
+            inputs = part.inputs(params, request["seed"], self.device, request.get("fixed_seed"))
+            return {**inputs, **self._prepared(part, request, inputs)}
+
         try:
-            inputs.update(self._prepared(part, request, inputs))
+            inputs = made()
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = True  # fresh memory is NaN, as in the worker
         try:
-            replay = self.replay(request["tape"])
+            # The grader's own launch of the part's kernel comes first, on inputs of its own: memory that no replayed
+            # kernel has written (a red team's replay wrote the address of its output into an input, and the kernel,
+            # launched on those inputs, read the answer there), and no replay's output in the process to be found.
+            probe = self._probe(part, made(), params) if part.kernel_probe is not None else None
+            given = {k: torch.Tensor.clone(v) for k, v in inputs.items()}
+            problem, tape = self._kept_state(part, request)
+            if problem:
+                return {"status": "refused", "message": problem}
+            replay = self.replay(tape)
             outputs = replay.run(replay.bind(inputs))
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
-            state = self._state_problem(part, request, outputs)
-            if state:
-                return {"status": "refused", "message": state}
-            probe = self._probe(part, inputs, params) if part.kernel_probe is not None else None
+            changed = [k for k in given if not _same_values(given[k], inputs[k])]
+            if changed:  # the worker refuses this too; a changed record would meet it only here
+                return {"status": "refused", "message": (
+                    f"Your call, replayed on new inputs, changed its input `{changed[0]}`: a call must leave its inputs "
+                    "(and what its setup step returned) as it found them, and write only tensors it allocated.")}
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
         except Exception as exc:  # noqa: BLE001  (a kernel that fails on new inputs fails its case)
@@ -105,7 +119,7 @@ class _Replayer:
 
     def _prepared(self, part: Any, request: dict, inputs: dict) -> dict:
         """What the worker's setup step returned, on this device, as inputs of the replay. Only a part with a setup
-        step has any, and none may take the name of an input the grader made (its size is judged by _state_problem)."""
+        step has any, and none may take the name of an input the grader made (its size is judged by _kept_state)."""
         from autograder.replay import ReplayRefused
 
         prepared = request.get("prepared") or {}
@@ -118,28 +132,29 @@ class _Replayer:
             raise ReplayRefused(f"The record of your call gives its setup step's tensors the names of its inputs ({', '.join(clash)}).")
         return {k: _compact(v, self.device) for k, v in prepared.items()}
 
-    def _state_problem(self, part: Any, request: dict, outputs: dict | None = None, seed: int | None = None) -> str:
-        """For a part whose replay keeps some inputs (Part.setup_allowance): '' if what setup returned plus the nonzero
-        memory the tape carried from before the call fit the allowance, or if that carried memory does not change the
-        result (a workspace overwritten before it is read); else the sentence. `outputs`: the replay's outputs on the
-        inputs of request["seed"] (or of `seed`), when they have been computed already."""
-        if part.setup_allowance is None:
-            return ""
-        torch = self.torch
+    def _kept_state(self, part: Any, request: dict, seed: int | None = None) -> tuple[str, dict]:
+        """For a part whose replay keeps some inputs (Part.setup_allowance): ('', the tape to replay) if what setup
+        returned plus the nonzero memory the tape carried from before the call fit the allowance; past it, the tape
+        with that carried memory poisoned (its nonzero bytes), if that does not change the result (a workspace
+        overwritten before it is read); else (the sentence, tape). Every replay then runs on the poisoned memory: a kernel can branch on
+        what carried memory holds (a red team's checked a flag and a sample of the weights, and multiplied by the
+        dequantized weights it had kept only where both matched), so no comparison of results proves the memory
+        unused; only what the replay reads can be made worthless. `seed`: of the inputs to compare on (the request's)."""
         tape = request["tape"]
+        if part.setup_allowance is None:
+            return "", tape
+        torch = self.torch
         carried = {sid: t for sid, t in tape.get("carried", {}).items() if bool(t.any())}
         held = sum(int(t.numel()) * t.element_size() for t in request.get("prepared", {}).values())
         params = request["params"]
         seed = request["seed"] if seed is None else seed
-
         prepared: dict = {}
 
         def inputs() -> dict:
             made = part.inputs(params, seed, self.device, request.get("fixed_seed"))
             if not prepared:  # checked and copied once, for the allowance and both replays
                 prepared.update(self._prepared(part, request, made))
-            made.update(prepared)
-            return made
+            return {**made, **{k: torch.Tensor.clone(v) for k, v in prepared.items()}}
 
         limit = part.setup_allowance(inputs())
         kept = ", ".join(f"`{name}`" for name in part.setup_reads)
@@ -148,21 +163,23 @@ class _Replayer:
                 f"Your setup step (prepare()) returned {held:,} bytes of tensors, more than the {limit:,} bytes that "
                 f"may be derived from {kept}: a prepared layout may re-arrange them, not widen them (dequantize). "
                 "Return a re-arranged layout, and compute from it in your kernel on every call."
-            )
+            ), tape
         allowed = limit + STATE_SLACK
         extra = sum(int(t.numel()) * t.element_size() for t in carried.values())
         if held + extra <= allowed:
-            return ""
-        if outputs is None:
-            plain = self.replay(tape)
-            outputs = plain.run(plain.bind(inputs()))
-        blank = self.replay({**tape, "carried": {sid: torch.zeros_like(t) if sid in carried else t
-                                                  for sid, t in tape["carried"].items()}})
+            return "", tape
+        # Every nonzero byte poisoned; zeros stay (counters a call leaves at zero, as the course's W4A16 split launch
+        # keeps its arrival counters, are legitimate), and carry one bit a byte: never faster than the weights.
+        poisoned = {**tape, "carried": {sid: t.masked_fill(t != 0, 0xFF) if sid in carried else t
+                                        for sid, t in tape["carried"].items()}}  # fmt: skip
+        plain = self.replay(tape)
+        outputs = plain.run(plain.bind(inputs()))
+        blank = self.replay(poisoned)
         without = blank.run(blank.bind(inputs()))
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         if not _differ(outputs, without):
-            return ""
+            return "", poisoned
         besides = f", besides the {held:,} bytes your setup step returned" if held else ""
         return (
             f"Your call read {extra:,} bytes of memory kept from before it (a module-level buffer, or state your "
@@ -171,19 +188,19 @@ class _Replayer:
             f"most {allowed - STATE_SLACK:,} bytes derived from them, room to re-arrange them, not to widen them. "
             "Compute from them in your kernel on every call, and return a re-arranged layout from the setup step "
             "(prepare())."
-        )
+        ), tape
 
     def _probe(self, part: Any, inputs: dict, params: dict) -> dict:
         """The part's kernel launched by the grader itself (Part.kernel_probe) on the same inputs: its outputs, or
         {"error": sentence} where the launch failed."""
-        from autograder.replay import ReplayRefused
+        from autograder.replay import ReplayRefused, bounded, out_of_bounds
 
         torch = self.torch
         name = part.launches_with_descriptors
         kernel = self.launchable.get(name)
         if kernel is None:
             return {"error": f"kernels.py has no @triton.jit function `{name}` at its top level for the grader to launch."}
-        check = self.check
+        check, interpret = self.check, self.interpret
 
         class Checked:  # kernel[grid](...), compiled for a GPU first where it runs under the interpreter, as in a replay
             def __getitem__(self, grid: tuple) -> Any:
@@ -191,7 +208,16 @@ class _Replayer:
                     problem = check(name, list(args), kwargs) if check is not None else ""
                     if problem:
                         raise ReplayRefused(f"Your kernel {name} does not compile for a GPU with the grader's arguments:\n{problem}")
-                    return kernel[grid](*args, **kwargs)
+                    if not interpret:
+                        return kernel[grid](*args, **kwargs)
+                    try:  # only the memory of the tensors the grader gives it, as a replayed launch
+                        with bounded(_storages_of([*args, *kwargs.values()])):
+                            return kernel[grid](*args, **kwargs)
+                    except Exception as exc:
+                        cause = out_of_bounds(exc)
+                        if cause is None:
+                            raise
+                        raise ReplayRefused(f"Your kernel {name}, launched by the grader, made {cause}.") from None
 
                 return run
 
@@ -241,13 +267,13 @@ class _Replayer:
         params = request["params"]
         baseline = sc.baseline or spec.baseline
         fixed_seed = request.get("fixed_seed")
-        keep = set(request.get("keep", []))
         kept: dict[int, Any] = {}
+        draw = CheckedCalls(int(request.get("check", 0)))
         try:
             prepared = (self._prepared(part, request, part.inputs(params, request["seeds"][0], device, fixed_seed))
                         if request.get("prepared") else {})  # inputs made only to check the names against
-            replay = self.replay(request["tape"])
-            state = self._state_problem(part, request, seed=request["seeds"][0])
+            state, tape = self._kept_state(part, request, seed=request["seeds"][0])
+            replay = self.replay(tape)
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
         except Exception as exc:  # noqa: BLE001  (the timing would meet the same failure)
@@ -255,10 +281,14 @@ class _Replayer:
         if state:
             return {"status": "refused", "message": state}
         baseline_extra: dict = {}
+        created = [sid for sid, s in tape.get("storages", {}).items() if isinstance(s, dict) and s.get("origin") == "created"]
 
         def make(seed: int) -> dict:
             inputs = part.inputs(params, seed, device, fixed_seed)
-            bound = replay.bind({**inputs, **prepared})  # the call's inputs: never what the baseline's setup made
+            # The call's inputs, never what the baseline's setup made; what setup returned, copied anew for every call
+            # (outside the timed region), so that nothing a call writes there reaches the next (a red team's counter
+            # of calls, kept in a setup tensor, had the calls after the checked ones do nothing).
+            bound = replay.bind({**inputs, **{k: torch.Tensor.clone(v) for k, v in prepared.items()}})
             if sc.baseline_setup is not None:  # the baseline's offline step, outside the timed region
                 if fixed_seed is None or not baseline_extra:
                     baseline_extra.clear()
@@ -267,8 +297,10 @@ class _Replayer:
             return {"inputs": inputs, "state": bound}
 
         current: dict[str, Any] = {}
+        last: list[Any] = [None]
 
         def submission(arg: dict) -> Any:
+            last[0] = arg["state"]
             return replay.run(arg["state"])
 
         def baseline_call(arg: dict) -> Any:
@@ -282,17 +314,28 @@ class _Replayer:
         nan = float("nan")
 
         def after(name: str, r: int, result: Any) -> None:
-            """Right after the end event, on the same stream: keep the output, then poison what was returned."""
+            """Right after the end event, on the same stream: keep the output of a call drawn for checking, then poison
+            what was returned, and everything else the replayed call allocated."""
             tensors = list(result.values()) if isinstance(result, dict) else [result]
             tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
-            if name == "submission" and r in keep and tensors:
-                kept[r] = torch.Tensor.clone(tensors[0])  # a speed call returns one tensor (docs/adding-an-assignment.md)
+            if name == "submission" and r >= 0 and tensors:
+                take, dropped = draw.offer(r)
+                if dropped is not None:
+                    del kept[dropped]
+                if take:
+                    kept[r] = torch.Tensor.clone(tensors[0])  # a speed call returns one tensor (docs/adding-an-assignment.md)
             for t in tensors:
                 # A freed output must not hand the next call an answer: neither the baseline's nor the replay's.
                 if t.is_floating_point():
                     t.fill_(nan)
                 elif t.dtype != torch.bool and not t.is_complex():
                     t.fill_(torch.iinfo(t.dtype).min)
+            if name == "submission" and last[0] is not None:  # its workspaces too: memory a next call may be given
+                for sid in created:
+                    storage = last[0].storages.get(sid)
+                    if storage is not None and storage.nbytes():
+                        torch.empty(0, dtype=torch.uint8, device=device).set_(storage).fill_(0xFF)
+                last[0] = None
 
         def settle(r: int) -> None:
             if device.type != "cuda" or r not in kept:
@@ -318,6 +361,48 @@ class _Replayer:
             current.clear()
         return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "kernels": kernels,
                 "outputs": {str(r): t for r, t in kept.items()}}
+
+
+class CheckedCalls:
+    """Which timed calls' outputs the grader checks: a uniform draw of `k` from every timed call whose time counts,
+    however many run (reservoir sampling), made as they run. A call cannot know whether it will be checked, so a replay
+    that does less work in some calls is caught in proportion to how many (checks drawn from the first 20 calls let a
+    red team's counter skip the work of every call after them)."""
+
+    def __init__(self, k: int, rng: random.Random | None = None) -> None:
+        self.k, self.rng = k, rng or random.SystemRandom()
+        self.chosen: list[int] = []
+
+    def offer(self, r: int) -> tuple[bool, int | None]:
+        """Call r (0, 1, 2, ... in order) ran: (whether to keep its output, the earlier call it replaces, if any)."""
+        if len(self.chosen) < self.k:
+            self.chosen.append(r)
+            return True, None
+        slot = self.rng.randrange(r + 1)
+        if slot >= self.k:
+            return False, None
+        dropped, self.chosen[slot] = self.chosen[slot], r
+        return True, dropped
+
+
+def _storages_of(values: list) -> list:
+    """The storages of the tensors among a launch's arguments, and of the tensors its tensor descriptors describe."""
+    import torch
+
+    tensors = [v for v in values if type(v) is torch.Tensor]
+    tensors += [v.base for v in values if type(getattr(v, "base", None)) is torch.Tensor and type(v) is not torch.Tensor]
+    return [torch.Tensor.untyped_storage(t) for t in tensors]
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """Whether a tensor still holds what it held: equal values, NaN where there was NaN."""
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return torch.equal(a, b)
 
 
 def _compact(tensor: Any, device: Any) -> Any:

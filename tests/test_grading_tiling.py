@@ -220,3 +220,12 @@ def test_the_tape_itself_must_show_the_tma_kernel_over_the_whole_output(launches
     assert (problem == tapes.missing_kernel("_matmul_tma_kernel")) is refused
     assert problem == "" or refused
     assert tapes.problems(_tape(launches, [64, 96]), "/k.py") == ""  # parts that name no kernel ask only for a result
+
+
+def test_the_graders_own_launch_of_the_tma_kernel_cannot_read_the_replays_answer() -> None:
+    """Red team 6: a replayed kernel left the address of the replay's output in an input, and the TMA kernel, launched
+    by the grader on those inputs with no bounds checks, copied the answer from there (10/10 on the bonus)."""
+    r = graded(sub("wrong_tma_probe_reads_the_replay"))
+    assert all(status == "passed" for status, _ in cases(r).values())  # task 1's kernel is right
+    for status, message in cases(r, "tiling.tma").values():
+        assert status == "failed" and "changed its input `a`" in message, message

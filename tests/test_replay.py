@@ -273,6 +273,30 @@ def test_an_interpreted_kernel_touches_only_the_memory_of_its_call() -> None:
     assert torch.equal(_replay(tape, torch.ones(100))["y"], 2 * torch.ones(100))  # masked, it runs
 
 
+@interpreted
+def test_in_the_replayer_an_interpreted_launch_reaches_only_the_memory_it_was_bounded_to() -> None:
+    """The grader's own launch of a part's kernel once ran with no bounds at all (red team 6 read the replay's output
+    from it): in the replayer an access outside every bounded launch is refused, and a bounded launch keeps to it."""
+    from autograder import replay as replay_module
+
+    double = kernel_source.build(_read(SOURCE), interpret=True)["double"]
+    x, y = torch.ones(100), torch.empty(100)
+    install_bounds_checks()
+    replay_module._STRICT[0] = True
+    try:
+        with pytest.raises(Exception) as unbounded:
+            double[(2,)](x, y, 100, BLOCK=64)
+        assert replay_module.out_of_bounds(unbounded.value) is not None
+        with pytest.raises(Exception) as outside, replay_module.bounded([x.untyped_storage()]):
+            double[(2,)](x, y, 100, BLOCK=64)  # stores into y, which it was not given
+        assert "store reached memory outside every tensor" in str(replay_module.out_of_bounds(outside.value))
+        with replay_module.bounded([x.untyped_storage(), y.untyped_storage()]):
+            double[(2,)](x, y, 100, BLOCK=64)
+        assert torch.equal(y, 2 * x)
+    finally:
+        replay_module._STRICT[0] = False
+
+
 def _matrix_tape(x_stride: list[int], out_stride: list[int] | None = None) -> dict:
     """A (10, 12) input x, an empty_like of it, and the launch that doubles it (as 120 flat elements)."""
     x_ref, y_ref = _ref(0, [10, 12], x_stride), _ref(1, [10, 12], out_stride or [12, 1])
@@ -384,10 +408,10 @@ def test_a_setup_step_is_held_to_its_allowance_in_the_replayer() -> None:
     inputs = w4.inputs(params, 1, torch.device("cpu"))
     limit = w4.setup_allowance(inputs)
     request = {"tape": {"carried": {}}, "params": params, "seed": 1, "prepared": {"prepared.w": torch.zeros(limit // 4 + 1)}}
-    problem = replayer._state_problem(w4, request, outputs={})
+    problem, _ = replayer._kept_state(w4, request)
     assert problem.startswith("Your setup step (prepare()) returned") and f"more than the {limit:,} bytes" in problem
     request["prepared"] = {"prepared.w": torch.zeros(limit // 4)}
-    assert replayer._state_problem(w4, request, outputs={}) == ""
+    assert replayer._kept_state(w4, request) == ("", request["tape"])
 
 
 def test_setup_tensors_come_only_to_a_part_with_a_setup_step_and_under_names_of_their_own() -> None:
@@ -441,3 +465,57 @@ def test_the_replayers_code_generator_cannot_reach_python_objects() -> None:
     lines = run.stdout.splitlines()
     assert run.returncode == 0 and lines[0] == "''", run.stdout + run.stderr
     assert "getattr is not defined" in lines[1], run.stdout
+
+
+def test_the_checked_timed_calls_are_a_uniform_draw_from_every_call_that_ran() -> None:
+    """Checks drawn from the first 20 calls let a counter skip the work of every later call (red team 7)."""
+    import random
+
+    from autograder.replayer import CheckedCalls
+
+    runs, calls, k = 20000, 50, 5
+    counts = [0] * calls
+    for seed in range(runs):
+        draw, kept = CheckedCalls(k, random.Random(seed)), set()
+        for r in range(calls):
+            take, dropped = draw.offer(r)
+            kept.discard(dropped)
+            if take:
+                kept.add(r)
+        assert len(kept) == k and kept == set(draw.chosen)
+        for r in kept:
+            counts[r] += 1
+    expected = runs * k / calls  # 2000
+    assert all(abs(c - expected) < 0.1 * expected for c in counts), counts
+    few = CheckedCalls(k, random.Random(0))
+    assert [few.offer(r) for r in range(3)] == [(True, None)] * 3 and few.chosen == [0, 1, 2]  # fewer calls than checks
+
+
+@interpreted
+def test_carried_memory_past_the_allowance_is_replayed_poisoned() -> None:
+    """A kernel can branch on what carried memory holds (red team 7 kept the dequantized weights with a flag and a
+    sample of the weights, and used them only where both matched), so comparing results with the memory zeroed proved
+    nothing: past a kept-input part's allowance, every replay gets carried memory with its nonzero bytes poisoned."""
+    import types
+
+    from autograder.replayer import _Replayer
+
+    kernels = _read(SOURCE)
+    install_bounds_checks()
+    replayer = object.__new__(_Replayer)
+    replayer.torch, replayer.device, replayer.interpret, replayer.problem, replayer.check = torch, torch.device("cpu"), True, "", None
+    replayer.kernels, replayer.launchable = kernels, kernel_source.build(kernels, interpret=True)
+    replayer.spec = types.SimpleNamespace(forbidden_ops=frozenset())
+    part = types.SimpleNamespace(setup_allowance=lambda inputs: 64, setup_reads=("x",), setup=None,
+                                 inputs=lambda params, seed, device, fixed_seed=None: {"x": torch.ones(100)})  # fmt: skip
+    kept = torch.full((400,), 7, dtype=torch.uint8)  # past the allowance of 64 bytes and its 256 of slack
+    kept[:40] = 0  # zeros stay zeros (counters a call leaves at zero)
+    storages = {"2": {"nbytes": 400, "origin": "carried", "device": "cpu"}}
+    unread = _tape([EMPTY, LAUNCH], {"y": _ref(1, [100])}, carried={"2": kept})
+    unread["storages"].update(storages)
+    problem, tape = replayer._kept_state(part, {"tape": unread, "params": {}, "seed": 1})
+    assert problem == "" and torch.equal(tape["carried"]["2"][:40], kept[:40]) and bool(tape["carried"]["2"][40:].eq(0xFF).all())
+    read = _tape([EMPTY, {**LAUNCH, "args": [_ref(2, [100]), _ref(1, [100]), 100]}], {"y": _ref(1, [100])}, carried={"2": kept})
+    read["storages"].update(storages)
+    problem, _ = replayer._kept_state(part, {"tape": read, "params": {}, "seed": 1})
+    assert problem.startswith("Your call read 400 bytes of memory kept from before it")
