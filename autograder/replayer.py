@@ -57,7 +57,7 @@ class _Replayer:
             if self.interpret:
                 from autograder.replay import install_bounds_checks
 
-                install_bounds_checks(strict=True)
+                install_bounds_checks()  # strict as well in the replayer's own process (main)
         except SyntaxError:
             self.problem = "kernels.py has a syntax error, so the grader cannot read its kernels."
             self.launchable, self.check = {}, None
@@ -490,6 +490,10 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
     confinement = confine_replayer(source, gpu=device_name == "cuda")
     print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}", file=sys.stderr)
     replayer = _Replayer(slug, submission_file, source, device_name)
+    if device_name == "cpu":  # every interpreted access in this process outside a bounded launch is refused
+        from autograder.replay import install_bounds_checks
+
+        install_bounds_checks(strict=True)
     while True:
         try:
             request = torch.load(io.BytesIO(conn.recv_bytes()), weights_only=True)
