@@ -103,8 +103,9 @@ class _Replayer:
             changed = [k for k in given if not _same_values(given[k], inputs[k])]
             if changed:  # the worker refuses this too; a changed record would meet it only here
                 return {"status": "refused", "message": (
-                    f"Your call, replayed on new inputs, changed its input `{changed[0]}`: a call must leave its inputs "
-                    "(and what its setup step returned) as it found them, and write only tensors it allocated.")}
+                    f"Your call, replayed on new inputs, changed its input `{changed[0]}`: a call must leave its "
+                    "inputs (and what its setup step returned) as it found them, and write only tensors it allocated."
+                )}
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
         except Exception as exc:  # noqa: BLE001  (a kernel that fails on new inputs fails its case)
@@ -134,12 +135,12 @@ class _Replayer:
 
     def _kept_state(self, part: Any, request: dict, seed: int | None = None) -> tuple[str, dict]:
         """For a part whose replay keeps some inputs (Part.setup_allowance): ('', the tape to replay) if what setup
-        returned plus the nonzero memory the tape carried from before the call fit the allowance; past it, the tape
-        with that carried memory poisoned (its nonzero bytes), if that does not change the result (a workspace
-        overwritten before it is read); else (the sentence, tape). Every replay then runs on the poisoned memory: a kernel can branch on
-        what carried memory holds (a red team's checked a flag and a sample of the weights, and multiplied by the
-        dequantized weights it had kept only where both matched), so no comparison of results proves the memory
-        unused; only what the replay reads can be made worthless. `seed`: of the inputs to compare on (the request's)."""
+        returned plus the nonzero memory the tape carried from before the call fit the allowance; past it, the tape with
+        that carried memory's nonzero bytes poisoned, if that does not change the result (a workspace overwritten
+        before it is read); else (the sentence, tape). Every replay then runs on the poisoned memory: a kernel can
+        branch on what carried memory holds (a red team's checked a flag and a sample of the weights, and multiplied by
+        the dequantized weights it had kept only where both matched), so no comparison of results proves the memory
+        unused; only what the replay reads can be made worthless. `seed`: of the inputs compared on (the request's)."""
         tape = request["tape"]
         if part.setup_allowance is None:
             return "", tape
@@ -191,8 +192,8 @@ class _Replayer:
         ), tape
 
     def _probe(self, part: Any, inputs: dict, params: dict) -> dict:
-        """The part's kernel launched by the grader itself (Part.kernel_probe) on the same inputs: its outputs, or
-        {"error": sentence} where the launch failed."""
+        """The part's kernel launched by the grader itself (Part.kernel_probe) on the case's inputs, made for it alone:
+        its outputs, or {"error": sentence} where the launch failed."""
         from autograder.replay import ReplayRefused, bounded, out_of_bounds
 
         torch = self.torch
@@ -281,7 +282,8 @@ class _Replayer:
         if state:
             return {"status": "refused", "message": state}
         baseline_extra: dict = {}
-        created = [sid for sid, s in tape.get("storages", {}).items() if isinstance(s, dict) and s.get("origin") == "created"]
+        storages = tape.get("storages", {})
+        created = [sid for sid, s in storages.items() if isinstance(s, dict) and s.get("origin") == "created"]
 
         def make(seed: int) -> dict:
             inputs = part.inputs(params, seed, device, fixed_seed)
@@ -323,7 +325,8 @@ class _Replayer:
                 if dropped is not None:
                     del kept[dropped]
                 if take:
-                    kept[r] = torch.Tensor.clone(tensors[0])  # a speed call returns one tensor (docs/adding-an-assignment.md)
+                    # a speed call returns one tensor (docs/adding-an-assignment.md)
+                    kept[r] = torch.Tensor.clone(tensors[0])
             for t in tensors:
                 # A freed output must not hand the next call an answer: neither the baseline's nor the replay's.
                 if t.is_floating_point():
