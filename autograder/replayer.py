@@ -247,12 +247,25 @@ class _Replayer:
                 inputs.update(sc.baseline_setup(inputs, params))
             replay = self.replay(request["tape"])
             replay.run(replay.bind(given))
-            (sc.baseline or self.spec.baseline)(inputs, params)
+            with self._baseline_memory():
+                (sc.baseline or self.spec.baseline)(inputs, params)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001  (the timing meets the same failure, and reports it)
             return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
         return {"status": "ok"}
+
+    def _baseline_memory(self) -> Any:
+        """On a GPU, the baseline allocates from a memory pool of its own: the blocks it frees (its intermediates, an
+        answer almost made) are never handed to a replayed call by PyTorch's caching allocator."""
+        import contextlib
+
+        torch = self.torch
+        if self.device.type != "cuda" or not hasattr(torch.cuda, "MemPool"):
+            return contextlib.nullcontext()
+        if getattr(self, "_baseline_pool", None) is None:
+            self._baseline_pool = torch.cuda.MemPool()
+        return torch.cuda.use_mem_pool(self._baseline_pool, self.device)
 
     def time(self, request: dict) -> dict:
         """Time the tape (as "submission") and the baseline, interleaved, each call on new inputs."""
@@ -273,7 +286,8 @@ class _Replayer:
         try:
             prepared = (self._prepared(part, request, part.inputs(params, request["seeds"][0], device, fixed_seed))
                         if request.get("prepared") else {})  # inputs made only to check the names against
-            state, tape = self._kept_state(part, request, seed=request["seeds"][0])
+            # compared on a warm-up call's inputs: what those replays leave in freed memory answers no timed call
+            state, tape = self._kept_state(part, request, seed=request["warmup_seeds"][0])
             replay = self.replay(tape)
         except ReplayRefused as exc:
             return {"status": "refused", "message": str(exc)}
@@ -282,31 +296,33 @@ class _Replayer:
         if state:
             return {"status": "refused", "message": state}
         baseline_extra: dict = {}
-        storages = tape.get("storages", {})
-        created = [sid for sid, s in storages.items() if isinstance(s, dict) and s.get("origin") == "created"]
 
         def make(seed: int) -> dict:
             inputs = part.inputs(params, seed, device, fixed_seed)
             # The call's inputs, never what the baseline's setup made; what setup returned, copied anew for every call
             # (outside the timed region), so that nothing a call writes there reaches the next (a red team's counter
-            # of calls, kept in a setup tensor, had the calls after the checked ones do nothing).
+            # of calls, kept in a setup tensor, had the calls after the checked ones do nothing). The baseline gets
+            # copies of its own: nothing the replay writes into its inputs reaches the baseline's call.
             bound = replay.bind({**inputs, **{k: torch.Tensor.clone(v) for k, v in prepared.items()}})
+            own = {torch.Tensor.untyped_storage(t).data_ptr() for t in inputs.values()}
+            inputs = {k: torch.Tensor.clone(v) for k, v in inputs.items()}
             if sc.baseline_setup is not None:  # the baseline's offline step, outside the timed region
                 if fixed_seed is None or not baseline_extra:
                     baseline_extra.clear()
                     baseline_extra.update(sc.baseline_setup(inputs, params))
                 inputs = {**inputs, **baseline_extra}
-            return {"inputs": inputs, "state": bound}
+            return {"inputs": inputs, "state": bound, "own": own}
 
         current: dict[str, Any] = {}
         last: list[Any] = [None]
 
         def submission(arg: dict) -> Any:
-            last[0] = arg["state"]
+            last[0] = arg
             return replay.run(arg["state"])
 
         def baseline_call(arg: dict) -> Any:
-            return baseline(arg["inputs"], params)
+            with self._baseline_memory():
+                return baseline(arg["inputs"], params)
 
         def timed_inputs(r: int) -> dict:
             current.clear()  # the previous rep's inputs are dropped before the next are made
@@ -333,10 +349,12 @@ class _Replayer:
                     t.fill_(nan)
                 elif t.dtype != torch.bool and not t.is_complex():
                     t.fill_(torch.iinfo(t.dtype).min)
-            if name == "submission" and last[0] is not None:  # its workspaces too: memory a next call may be given
-                for sid in created:
-                    storage = last[0].storages.get(sid)
-                    if storage is not None and storage.nbytes():
+            if name == "submission" and r >= 0 and last[0] is not None:
+                # Every storage of the timed call but its inputs, whatever the tape calls it (a red team labelled a
+                # workspace an input, and a counter in it outlived the call): memory a next call may be handed. (A
+                # warm-up call's state serves the next warm-up calls, and its memory stays held until the timing ends.)
+                for storage in last[0]["state"].storages.values():
+                    if storage.nbytes() and storage.data_ptr() not in last[0]["own"]:
                         torch.empty(0, dtype=torch.uint8, device=device).set_(storage).fill_(0xFF)
                 last[0] = None
 
