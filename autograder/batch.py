@@ -77,12 +77,27 @@ def _safe_members(names: list[str], dest: Path) -> None:
             raise BatchError(f"the archive holds {name!r}, which points outside its folder")
 
 
+def _refuse_links(src: Path) -> None:
+    """A submission is its own files: a symbolic link (a folder's kernels.py pointing at another student's, say) would
+    be graded, and copied, as the file it points to (red team 9: a link to a classmate's kernels.py scored their marks,
+    with no copied code in the submission for a plagiarism check to find). Archives drop links when extracted."""
+    if src.is_symlink():
+        raise BatchError(f"{src.name} is a symbolic link: submit the files themselves")
+    if src.is_dir():
+        for root, dirs, files in os.walk(src):
+            for name in dirs + files:
+                if (Path(root) / name).is_symlink():
+                    raise BatchError(f"the submission holds a symbolic link, {(Path(root) / name).relative_to(src)}: "
+                                     "submit the files themselves")
+
+
 def unpack(sub: Submission, dest: Path) -> Path:
     """Copy or extract a submission into `dest` (emptied first) and return the folder to grade."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     src = sub.source
+    _refuse_links(src)
     if src.is_dir():
         shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     elif src.name.endswith(".zip"):

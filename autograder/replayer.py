@@ -247,25 +247,12 @@ class _Replayer:
                 inputs.update(sc.baseline_setup(inputs, params))
             replay = self.replay(request["tape"])
             replay.run(replay.bind(given))
-            with self._baseline_memory():
-                (sc.baseline or self.spec.baseline)(inputs, params)
+            (sc.baseline or self.spec.baseline)(inputs, params)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001  (the timing meets the same failure, and reports it)
             return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
         return {"status": "ok"}
-
-    def _baseline_memory(self) -> Any:
-        """On a GPU, the baseline allocates from a memory pool of its own: the blocks it frees (its intermediates, an
-        answer almost made) are never handed to a replayed call by PyTorch's caching allocator."""
-        import contextlib
-
-        torch = self.torch
-        if self.device.type != "cuda" or not hasattr(torch.cuda, "MemPool"):
-            return contextlib.nullcontext()
-        if getattr(self, "_baseline_pool", None) is None:
-            self._baseline_pool = torch.cuda.MemPool()
-        return torch.cuda.use_mem_pool(self._baseline_pool, self.device)
 
     def time(self, request: dict) -> dict:
         """Time the tape (as "submission") and the baseline, interleaved, each call on new inputs."""
@@ -321,8 +308,7 @@ class _Replayer:
             return replay.run(arg["state"])
 
         def baseline_call(arg: dict) -> Any:
-            with self._baseline_memory():
-                return baseline(arg["inputs"], params)
+            return baseline(arg["inputs"], params)
 
         def timed_inputs(r: int) -> dict:
             current.clear()  # the previous rep's inputs are dropped before the next are made

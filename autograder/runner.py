@@ -31,6 +31,24 @@ import threading
 from pathlib import Path
 from typing import Any
 
+# What of the grader's environment reaches the zygote, and so every worker and replayer: what Python, PyTorch, Triton,
+# CUDA and the C compiler read, and nothing else. An instructor's environment holds credentials (SSH_AUTH_SOCK, API
+# tokens): a red team's confined worker had the instructor's ssh-agent sign data it chose, and wrote the signature and
+# a token into its own results.
+WORKER_ENV = frozenset(
+    """PATH HOME USER LOGNAME LANG LANGUAGE TZ TERM TMPDIR TEMP TMP PWD SHELL COLUMNS LINES NO_COLOR FORCE_COLOR
+    LD_LIBRARY_PATH LIBRARY_PATH CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH PKG_CONFIG_PATH CC CXX VIRTUAL_ENV""".split()
+)
+WORKER_ENV_PREFIXES = ("LC_", "PYTHON", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_",
+                       "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "CUBLAS", "CUDNN_", "NCCL_", "XDG_",
+                       "CONDA_", "AUTOGRADER_", "COURSE_")  # fmt: skip
+
+
+def worker_environment(environ: dict[str, str]) -> dict[str, str]:
+    """The part of `environ` a process that runs or compiles a submission's code is given (WORKER_ENV)."""
+    return {k: v for k, v in environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
+
+
 MAX_REPLY_BYTES = 16 << 30  # a reply larger than this is refused (the largest honest one is a few outputs)
 
 
@@ -61,7 +79,7 @@ class Zygote:
 
     def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ)
+        env = worker_environment(dict(os.environ))
         # NumPy's OpenBLAS starts a thread pool when imported; a process that forks must hold no other thread.
         # The children's BLAS (the interpreter's tl.dot) then runs on one thread, next to the other child.
         env.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -53,8 +53,15 @@ WORKER_DIR = "autograder-worker"  # beside Triton's cache directory: <its parent
 ROLE_DIRS = {"worker": WORKER_DIR, "replayer": "autograder-replayer"}
 
 
+_SCOPE_SIGNAL = 1 << 1  # ABI 6: no signal to a process outside the domain (LANDLOCK_SCOPE_SIGNAL)
+
+
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _ScopedRulesetAttr(ctypes.Structure):  # ABI 6 and later
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -96,7 +103,9 @@ def landlock_abi() -> int:
 def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
     `writable` (directories that exist), and to write to the files `devices` (character devices: /dev/null, the
-    GPU's), creating nothing beside them. Irreversible. Returns "Landlock ABI N", or why it was not applied."""
+    GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its own domain
+    (a red team's worker killed another student's worker and replayer in a class's concurrent grading through
+    pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N", or why it was not applied."""
     abi = landlock_abi()
     if abi < 1:
         return "no Landlock in this kernel"
@@ -104,7 +113,7 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     assert syscall is not None
     handled = _WRITES_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
     on_a_file = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)  # the only rights of these a rule on a file may hold
-    attr = _RulesetAttr(handled)
+    attr = _ScopedRulesetAttr(handled, 0, _SCOPE_SIGNAL) if abi >= 6 else _RulesetAttr(handled)
     ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"

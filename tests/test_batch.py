@@ -141,6 +141,27 @@ def test_archives_that_escape_their_folder_are_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "outside.py").exists()
 
 
+@pytest.mark.parametrize("link", ["the kernels.py", "the folder", "the entry"])
+def test_a_submission_made_of_links_to_another_students_files_is_refused(tmp_path: Path, link: str) -> None:
+    """Red team 9: a folder whose kernels.py was a link to a classmate's was graded, and copied, as that file."""
+    (tmp_path / "in" / "alice" / "rmsnorm").mkdir(parents=True)
+    (tmp_path / "in" / "alice" / "rmsnorm" / "kernels.py").write_text("x = 1\n")
+    target = tmp_path / "in" / "alice"
+    if link == "the kernels.py":
+        (tmp_path / "in" / "mallory" / "rmsnorm").mkdir(parents=True)
+        (tmp_path / "in" / "mallory" / "rmsnorm" / "kernels.py").symlink_to(target / "rmsnorm" / "kernels.py")
+    elif link == "the folder":
+        (tmp_path / "in" / "mallory").mkdir()
+        (tmp_path / "in" / "mallory" / "rmsnorm").symlink_to(target / "rmsnorm")
+    else:
+        (tmp_path / "in" / "mallory").symlink_to(target)
+    mallory = next(s for s in discover(tmp_path / "in") if s.student == "mallory")
+    with pytest.raises(BatchError, match="symbolic link"):
+        unpack(mallory, tmp_path / "work")
+    alice = next(s for s in discover(tmp_path / "in") if s.student == "alice")
+    assert (unpack(alice, tmp_path / "work2") / "rmsnorm" / "kernels.py").read_text() == "x = 1\n"
+
+
 def test_a_nested_upload_is_found_under_its_parent_folder(tmp_path: Path) -> None:
     (tmp_path / "Downloads" / "hw" / "rmsnorm").mkdir(parents=True)
     (tmp_path / "Downloads" / "hw" / "rmsnorm" / "kernels.py").write_text("")

@@ -20,13 +20,16 @@ from conftest import REPO_ROOT
 # directories, from Python, from a process started with no audit event, and by a rename out of the temporary
 # directory. Prints what happened as JSON.
 _CHILD = r"""
-import json, os, sys, tempfile
+import json, os, signal, subprocess, sys, tempfile
 import multiprocessing.util as mp_util
 from autograder.sandbox import confine_replayer, confine_worker
 
 submission, outside, role = sys.argv[1], sys.argv[2], sys.argv[3]
+sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}  # the test reads this process's output to its end
+outsider = subprocess.Popen(sleeper, **quiet)  # started before the confinement: another student's worker, say
 c = confine_worker(submission) if role == "worker" else confine_replayer(open(submission).read())
-seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir()}
+seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir(), "outsider": outsider.pid}
 
 def attempt(name, fn):
     try:
@@ -50,6 +53,13 @@ exe = os.fsencode(sys.executable)
 code = ("open(%r, 'w').write('x')" % os.path.join(outside, "from_a_child.py")).encode()
 pid = mp_util.spawnv_passfds(exe, [exe, b"-c", code], ())
 seen["child_exit"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+for name, target in (("signal_outsider", outsider), ("signal_own_child", subprocess.Popen(sleeper, **quiet))):
+    try:
+        signal.pidfd_send_signal(os.pidfd_open(target.pid), signal.SIGKILL)
+        target.wait()
+        seen[name] = "sent"
+    except PermissionError:
+        seen[name] = "refused"
 print(json.dumps(seen))
 """
 
@@ -64,7 +74,12 @@ def _confined(tmp_path: Path, env: dict[str, str] | None = None, role: str = "wo
     done = subprocess.run([sys.executable, "-c", _CHILD, str(submission), str(outside), role], env=environ, capture_output=True,
                           text=True, timeout=120, cwd=REPO_ROOT)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        os.kill(seen["outsider"], 9)  # left running when the signal was refused
+    except ProcessLookupError:
+        pass
+    return seen
 
 
 def test_a_worker_gets_triton_directories_of_its_own_keyed_by_the_submission(tmp_path: Path) -> None:
@@ -100,6 +115,9 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     if os.path.isdir("/dev/shm"):  # a directory of /dev where a replayer's forged op once wrote a file
         assert seen["dev_shm"] == "refused"
     assert seen["child_exit"] != 0  # the child's open raised PermissionError: it inherits the domain
+    # Landlock ABI 6: no signal outside the domain (red team 9 killed another student's grading with pidfd_send_signal)
+    assert seen["signal_outsider"] == ("refused" if sandbox.landlock_abi() >= 6 else "sent")
+    assert seen["signal_own_child"] == "sent"
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
 
 
@@ -151,3 +169,30 @@ def test_triton_compiles_a_kernel_and_loads_what_it_built_inside_the_confinement
     assert seen["enforced"].startswith("Landlock") and seen["cubin"] > 0
     assert seen["module"].startswith(os.path.join(seen["root"], "cache") + os.sep)
     assert not (tmp_path / "trusted" / "cache").exists()
+
+
+_ENV_PROBE = '''import os
+with open("/proc/self/environ", "rb") as f:
+    initial = f.read()
+seen = sorted(k for k in ("SSH_AUTH_SOCK", "MY_API_TOKEN") if k in os.environ or k.encode() in initial)
+raise RuntimeError(f"the worker saw {seen} of the grader's environment")
+'''
+
+
+def test_a_worker_gets_none_of_the_graders_credentials(tmp_path: Path) -> None:
+    """Red team 9: a confined worker used the instructor's ssh-agent (SSH_AUTH_SOCK) and read a token from the
+    environment, then wrote both into its own results. The zygote, and so every worker, gets only what Python,
+    PyTorch, Triton, CUDA and the compiler read (runner.WORKER_ENV)."""
+    from autograder.runner import worker_environment
+
+    kept = worker_environment({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1", "LC_ALL": "C", "TRITON_CACHE_DIR": "/c",
+                               "SSH_AUTH_SOCK": "/tmp/agent", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "k"})
+    assert sorted(kept) == ["CUDA_VISIBLE_DEVICES", "LC_ALL", "PATH", "TRITON_CACHE_DIR"]
+    (tmp_path / "rmsnorm").mkdir()
+    (tmp_path / "rmsnorm" / "kernels.py").write_text(_ENV_PROBE)
+    env = {**os.environ, "SSH_AUTH_SOCK": str(tmp_path / "agent.sock"), "MY_API_TOKEN": "hunter2", "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "rmsnorm", "--submission", str(tmp_path),
+                           "--max-cases", "1", "--skip-doctor", "--json", str(tmp_path / "grade.json")], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)  # fmt: skip
+    report = (tmp_path / "grade.json").read_text() if (tmp_path / "grade.json").exists() else ""
+    assert "the worker saw [] of the grader's environment" in report, done.stdout[-2000:] + done.stderr[-2000:]
