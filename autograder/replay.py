@@ -88,8 +88,8 @@ def bounded(storages: Iterable[Any]) -> Iterator[None]:
 
 
 def install_bounds_checks(strict: bool = False) -> None:
-    """Wrap the interpreter's memory operations (once per process) with _check_addresses. `strict` (the replayer):
-    an access outside every `bounded` launch is refused as well, so a launch the grader forgets to bound fails closed."""
+    """Wrap the interpreter's memory operations (once per process) with _check_addresses. `strict` (the replayer): an
+    access outside every `bounded` launch is refused as well, so a launch the grader forgets to bound fails closed."""
     from triton.runtime import interpreter
 
     _STRICT[0] = _STRICT[0] or strict

@@ -397,7 +397,8 @@ def _storages_of(values: list) -> list:
     import torch
 
     tensors = [v for v in values if type(v) is torch.Tensor]
-    tensors += [v.base for v in values if type(getattr(v, "base", None)) is torch.Tensor and type(v) is not torch.Tensor]
+    described = [getattr(v, "base", None) for v in values if type(v) is not torch.Tensor]  # TensorDescriptor.base
+    tensors += [t for t in described if type(t) is torch.Tensor]
     return [torch.Tensor.untyped_storage(t) for t in tensors]
 
 

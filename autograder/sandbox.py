@@ -61,7 +61,8 @@ class _RulesetAttr(ctypes.Structure):
 
 
 class _ScopedRulesetAttr(ctypes.Structure):  # ABI 6 and later
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
 
 
 class _PathBeneathAttr(ctypes.Structure):

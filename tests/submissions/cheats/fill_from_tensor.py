@@ -23,7 +23,8 @@ def _cheat(honest, name):
         x0, o0 = x.storage_offset(), out.storage_offset()
         for i in range(m):
             for j in range(n):
-                out.as_strided((), (), o0 + j * m + i).fill_(x.as_strided((), (), x0 + i * x.stride(0) + j * x.stride(1)))
+                source = x.as_strided((), (), x0 + i * x.stride(0) + j * x.stride(1))  # x[i, j], a 0-d view
+                out.as_strided((), (), o0 + j * m + i).fill_(source)
         return out
 
     return cheat
