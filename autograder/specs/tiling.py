@@ -90,7 +90,7 @@ def speed_tma(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tens
     return call_tma(module, inputs, params)["c"]
 
 
-# The grader's own launch of the bonus's kernel (Part.kernel_probe), in the replayer on the replay's inputs: the given
+# The grader's own launch of the bonus's kernel (Part.kernel_probe), in the replayer on the case's inputs: the given
 # launcher's conventions (rows padded to 16 bytes for the descriptors, c stored in (BLOCK_M, BLOCK_N // 2) halves), a
 # non-square tile of the grader's (block_m, block_n, block_k, num_stages, num_warps) and programs that take two tiles
 # each, so that a kernel that is right only for the launcher's own tile or grid fails too, and one launched on a decoy
