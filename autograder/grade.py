@@ -333,9 +333,10 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
                 f" and launching your {part.launches_with_descriptors} on it with the grader's tile" if part.kernel_probe else "")
             reply = replayer.collect(job.request_id, limits.current, what)
         except WorkerLost as lost:
-            result.status, result.score = ("timeout" if str(lost).startswith("Timed out") else "error"), 0.0
-            result.message = str(lost)
-            if result.status == "timeout":
+            timed_out = str(lost).startswith("Timed out")
+            if result.status == "passed":  # a case's second replay, lost with the first's process, keeps its sentence
+                result.status, result.score, result.message = ("timeout" if timed_out else "error"), 0.0, str(lost)
+            if timed_out:
                 limits.hung = limits.hung or result.name
             return
         finally:

@@ -122,3 +122,15 @@ def end_children(passes: int = 50, wait: float = 10.0) -> int:
                 time.sleep(0.01)
     return ended
 
+
+def device_usable(torch: Any, device_type: str) -> bool:
+    """Whether this process can still run work on its GPU. After an illegal memory access, a device-side assert or
+    a launch failure, every later CUDA call fails with the same error: such a process must be replaced, whatever the
+    text of the exception that reported it. Always True on the CPU."""
+    if device_type != "cuda":
+        return True
+    try:
+        torch.cuda.synchronize()  # a sticky error is reported by every later call into CUDA, this one included
+        return True
+    except Exception:  # noqa: BLE001  (any error here means the context is gone)
+        return False

@@ -26,7 +26,7 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
-from autograder.lifecycle import refuse_ptrace, watch_lifeline
+from autograder.lifecycle import device_usable, refuse_ptrace, watch_lifeline
 from autograder.sandbox import confine_replayer
 
 GPU_MEMORY_FRACTION = 0.5  # the worker (0.75) and the grader's references share the GPU with it
@@ -517,9 +517,16 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
             reply = replayer.time(request)
         else:
             reply = {"status": "error", "message": f"unknown request {request.get('op')!r}"}
+        restart = not device_usable(torch, device_name)
+        if restart:  # a replayed kernel broke the GPU context (an illegal access): report it, then end this process
+            reply = {"status": "error", "message": _first_lines(str(reply.get("message") or "A replayed kernel failed on the GPU.")) +
+                     " (The GPU reported an error that ends the grader's replay process: the next case starts a fresh "
+                     "one.)", "restart": True}
         reply["id"] = request.get("id")
         buf = io.BytesIO()
         torch.save(_plain(reply), buf)
         conn.send_bytes(buf.getvalue())
+        if restart:
+            os._exit(3)
         if device_name == "cuda":
             torch.cuda.empty_cache()

@@ -488,10 +488,18 @@ class Replayer(_Process):
         if not self.alive():
             self.kill()
             self._start_child()
-        return self.send(message)
+        try:
+            return self.send(message)
+        except OSError:  # it ended after the check above (after a GPU fault, say): one fresh child, once
+            self.kill()
+            self._start_child()
+            return self.send(message)
 
     def collect(self, request_id: str, timeout: float, doing: str) -> dict:
-        return self.receive(timeout, doing, request_id)
+        reply = self.receive(timeout, doing, request_id)
+        if reply.get("restart"):
+            self.kill()  # its GPU context is broken and it is ending: the next request starts a fresh one
+        return reply
 
     def timeout_message(self, doing: str, timeout: float) -> str:
         return (

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from autograder.lifecycle import watch_lifeline
+from autograder.lifecycle import device_usable, watch_lifeline
 from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_allowed, is_course_op, refuses_copies  # noqa: F401  (one policy, see policy.py)
 from autograder.sandbox import confine_worker
 from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape, tensor_descriptor_type
@@ -684,6 +684,9 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
             reply = _run_record(session, module, request, tapes)
         else:
             reply = {"status": "error", "message": f"unknown request {request['op']!r}"}
+        if not reply.get("restart") and not device_usable(torch, session.device.type):  # whatever the error said
+            reply = {"status": "error", "restart": True, "message": str(reply.get("message") or "Your call failed on the GPU.") +
+                     " (The GPU reported an error that ends the process: the next case starts a fresh one.)"}
         session.send(reply, request_id)
         for tape in tapes:
             tape.release()  # the storages it kept alive, so that no address was reused while it named them

@@ -122,3 +122,58 @@ def test_stopping_the_grader_leaves_no_process_behind(zygote: bool, slugs: list[
     finally:
         if grader.poll() is None:
             grader.kill()
+
+
+def test_the_replayer_is_replaced_when_it_ended_between_two_requests() -> None:
+    """After a GPU fault the replayer reports the case and ends: the grader's next request must reach a fresh replayer,
+    even when the old one ended just after the grader looked (on the H100 the next case read "Broken pipe")."""
+    from autograder.runner import Replayer
+
+    path = REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py"
+    replayer = Replayer("rmsnorm", path, path.read_text(), "cpu")
+    try:
+        first = replayer.collect(replayer.submit({"op": "ping"}), 120, "answering")
+        assert "unknown request" in first["message"]
+        old = replayer.child
+        assert old is not None
+        old.send_kill()
+        assert old.returncode(10.0) is not None
+        old.alive = lambda: True  # type: ignore[method-assign]  (as if it had ended just after the check)
+        second = replayer.collect(replayer.submit({"op": "ping"}), 120, "answering")
+        assert "unknown request" in second["message"]
+        assert replayer.child is not None and replayer.child.pid != old.pid
+    finally:
+        replayer.cleanup()
+
+
+def test_a_reply_that_asks_for_a_restart_ends_the_replayer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.runner import Replayer
+
+    path = REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py"
+    replayer = Replayer("rmsnorm", path, path.read_text(), "cpu")
+    try:
+        request_id = replayer.submit({"op": "ping"})
+        child = replayer.child
+        assert child is not None
+        real = replayer.receive
+        monkeypatch.setattr(replayer, "receive", lambda *a: {**real(*a), "restart": True})
+        assert replayer.collect(request_id, 120, "answering")["restart"] is True
+        assert replayer.child is None and child.returncode(10.0) is not None
+    finally:
+        replayer.cleanup()
+
+
+def test_a_gpu_process_with_a_broken_context_is_not_usable() -> None:
+    from types import SimpleNamespace
+
+    from autograder.lifecycle import device_usable
+
+    def broken() -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    def fine() -> None:
+        return None
+
+    assert device_usable(SimpleNamespace(cuda=SimpleNamespace(synchronize=broken)), "cuda") is False
+    assert device_usable(SimpleNamespace(cuda=SimpleNamespace(synchronize=fine)), "cuda") is True
+    assert device_usable(SimpleNamespace(cuda=SimpleNamespace(synchronize=broken)), "cpu") is True
