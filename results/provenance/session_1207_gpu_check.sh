@@ -4,7 +4,7 @@
 # the grader's own launch on fresh bounded inputs, inputs left as found, checked timed calls drawn from every call, a
 # timed call's storages poisoned after it, the baseline on its own inputs and memory pool, kept state poisoned past
 # the allowance). In order of what matters most, packing after each step (a run cut short still brings back what it
-# did): every solution on the GPU tier (one case each, speed included), the integrity selection with the new cheats on
+# did; WRONG_TIMEOUT: seconds for each wrong submission's grading, 100 unless set): every solution on the GPU tier (one case each, speed included), the integrity selection with the new cheats on
 # the GPU, then red teams 5-6's wrong submissions. OUT must be set; everything lands in $OUT/results.tar.gz.
 set -u
 W=$OUT/work; mkdir -p "$W"
@@ -23,7 +23,7 @@ for pair in tiling:wrong_tma_probe_reads_the_replay quant_matmul:wrong_weights_i
             coalescing:wrong_transposed_view_output quant_matmul:wrong_prepared_view_of_hidden_storage \
             coalescing:wrong_out_variant_copy; do
   a=${pair%%:*}; s=${pair##*:}; t0=$(date +%s)
-  timeout 100 python3 -m autograder grade $a --submission tests/submissions/$a/$s.py --device cuda --skip-doctor \
+  timeout ${WRONG_TIMEOUT:-100} python3 -m autograder grade $a --submission tests/submissions/$a/$s.py --device cuda --skip-doctor \
     --max-cases 2 > "$W/wrong_$s.txt" 2>&1
   echo "$s: exit $?, $(( $(date +%s) - t0 )) s, $(grep -E '^Total' "$W/wrong_$s.txt")"; pack
 done
