@@ -4,8 +4,9 @@
 # the grader's own launch on fresh bounded inputs, inputs left as found, checked timed calls drawn from every call, a
 # timed call's storages poisoned after it, the baseline on its own inputs and memory pool, kept state poisoned past
 # the allowance). In order of what matters most, packing after each step (a run cut short still brings back what it
-# did; WRONG_TIMEOUT: seconds for each wrong submission's grading, 100 unless set): every solution on the GPU tier (one case each, speed included), the integrity selection with the new cheats on
+# did): every solution on the GPU tier (one case each, speed included), the integrity selection with the new cheats on
 # the GPU, then red teams 5-6's wrong submissions. OUT must be set; everything lands in $OUT/results.tar.gz.
+# WRONG_TIMEOUT: seconds for each wrong submission's grading (100 unless set; speed cases are timed too).
 set -u
 W=$OUT/work; mkdir -p "$W"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
