@@ -67,6 +67,11 @@ def discover(folder: Path) -> list[Submission]:
     clashes = sorted({n for n in names if names.count(n) > 1})
     if clashes:
         raise BatchError(f"Two entries give the same student name ({', '.join(clashes)}): keep one of each.")
+    # results/<student>.meta.json is what a finished grading leaves beside results/<student>.json: a student named
+    # "<other>.meta" would write its results over another's record of being done, and be read as theirs.
+    metas = sorted(n for n in names if n.endswith(".meta"))
+    if metas:
+        raise BatchError(f"The entry {metas[0]} ends in .meta, which the batch's own record files use: rename it.")
     return sorted(subs, key=lambda s: s.student)
 
 

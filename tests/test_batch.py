@@ -175,6 +175,24 @@ def test_two_entries_for_one_student_are_an_error(tmp_path: Path) -> None:
         discover(tmp_path)
 
 
+@pytest.mark.parametrize("entry", ["ann.meta", "ann.meta.py", "ann.meta.zip"])
+def test_an_entry_named_like_the_batch_record_files_is_an_error(tmp_path: Path, entry: str) -> None:
+    """results/ann.meta.json is ann's record of being done: a student "ann.meta" would write over it."""
+    (tmp_path / "ann").mkdir()
+    if entry.endswith((".py", ".zip")):
+        (tmp_path / entry).write_bytes(b"")
+    else:
+        (tmp_path / entry).mkdir()
+    with pytest.raises(BatchError, match="ends in .meta"):
+        discover(tmp_path)
+    if entry.endswith((".py", ".zip")):
+        (tmp_path / entry).unlink()
+    else:
+        (tmp_path / entry).rmdir()
+    (tmp_path / "bob.metadata").mkdir()  # a name that only starts like one is a name
+    assert [s.student for s in discover(tmp_path)] == ["ann", "bob.metadata"]
+
+
 def test_the_slurm_script_runs_one_array_task_per_submission(tmp_path: Path) -> None:
     script = slurm_script(tmp_path / "subs", tmp_path / "out", ["rmsnorm"], 23, ["--reps=100"])
     assert "#SBATCH --array=0-22%8" in script
