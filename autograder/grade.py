@@ -394,13 +394,14 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             fixed_seed = seed if part.setup_reads else None
             started = _submit_replay(replayer, part, case, reply["tape"], reply.get("prepared"), fixed_seed, seeds, result, pending)
             if started and part.setup_reads:
-                _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending)
+                _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending, finish)
     finish()
     return results
 
 
 def _replay_with_other_kept(part: Part, case: Case, seed: int, reply: dict, worker: Worker, replayer: Replayer,
-                            seeds: Seeds, limits: Limits, result: CaseResult, pending: list[_Pending]) -> None:
+                            seeds: Seeds, limits: Limits, result: CaseResult, pending: list[_Pending],
+                            finish: Callable[[], None]) -> None:
     """For a part whose replays keep some inputs (the weights a setup step prepared from): replay the call's tape once
     more on other kept inputs of the same shapes, with what the setup step made from those (the worker runs it on
     them). The tape's launches and ops must not depend on the kept inputs' values: they stay the same in every
@@ -420,6 +421,12 @@ def _replay_with_other_kept(part: Part, case: Case, seed: int, reply: dict, work
     if again.get("status") != "ok":
         result.status, result.score = "failed", 0.0
         result.message = f"Run with other {kept} of the same shapes, your call failed: {again.get('message', '')}"
+        return
+    # The first replay is judged before the second is sent: the replayer answers one request at a time, and a large
+    # request sent while it writes a large answer would leave both processes writing, neither reading (on an H100, a
+    # prepared layout of 235 MB against outputs of 0.9 MB held a grading until its time limit).
+    finish()
+    if result.status != "passed":
         return
     _submit_replay(replayer, part, case, reply["tape"], again.get("prepared"), other, seeds, result, pending, kept)
 

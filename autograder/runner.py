@@ -485,6 +485,10 @@ class Replayer(_Process):
         return [self.slug, os.path.realpath(self.submission), self.source, self.device, str(self.log)]
 
     def submit(self, message: dict) -> str:
+        """Send a request; collect() its answer before the next submit. Two requests outstanding could deadlock: the
+        grader blocked writing the second into a full channel while the replayer is blocked writing the first's answer."""
+        if self.pending is not None:
+            raise RuntimeError(f"the replayer has an answer outstanding ({self.pending}): collect it before submitting")
         if not self.alive():
             self.kill()
             self._start_child()

@@ -177,3 +177,36 @@ def test_a_gpu_process_with_a_broken_context_is_not_usable() -> None:
     assert device_usable(SimpleNamespace(cuda=SimpleNamespace(synchronize=broken)), "cuda") is False
     assert device_usable(SimpleNamespace(cuda=SimpleNamespace(synchronize=fine)), "cuda") is True
     assert device_usable(SimpleNamespace(cuda=SimpleNamespace(synchronize=broken)), "cpu") is True
+
+
+def test_a_second_request_waits_for_the_first_answer_instead_of_deadlocking() -> None:
+    """Two large requests in a row, the first's answer large too: the replayer blocks writing its answer while the
+    grader blocks writing the second request. The second submit must refuse at once, not hang (on an H100 a W4A16
+    case's second replay, 235 MB of prepared weights, hung behind the first's 0.9 MB of outputs until the time limit)."""
+    import threading
+
+    from autograder.runner import Replayer
+
+    path = REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py"
+    replayer = Replayer("rmsnorm", path, path.read_text(), "cpu")
+    large = "x" * (8 << 20)  # echoed in the answer ("unknown request ..."): far past a socket's buffer both ways
+    outcome: list[object] = []
+    try:
+        first = replayer.submit({"op": large})
+        time.sleep(2.0)  # the replayer has read the request and is writing its answer
+
+        def second() -> None:
+            try:
+                outcome.append(replayer.submit({"op": large}))
+            except Exception as exc:  # noqa: BLE001
+                outcome.append(exc)
+
+        thread = threading.Thread(target=second, daemon=True)
+        thread.start()
+        thread.join(30.0)
+        assert not thread.is_alive(), "the second submit hung: both processes were writing, neither reading"
+        assert isinstance(outcome[0], RuntimeError) and "collect it" in str(outcome[0])
+        assert "unknown request" in replayer.collect(first, 120, "answering")["message"]
+    finally:
+        replayer.abort()  # a child stuck writing would also hold a polite stop
+        replayer.cleanup()
