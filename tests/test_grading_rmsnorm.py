@@ -161,8 +161,9 @@ def test_misbehaviour_costs_that_case_and_grading_goes_on(name: str) -> None:
     assert graded(sub(name), timeout=8.0).score(False) == pytest.approx(60 * 10 / 11)
 
 
-def test_a_hung_kernel_costs_one_time_limit_and_the_rest_of_its_part_is_not_run() -> None:
-    result = graded(sub("misbehave_hang"), timeout=8.0)
+@pytest.mark.parametrize("name", ["misbehave_hang", "misbehave_kernel_spin"])  # a Python loop; a kernel's own loop
+def test_a_hung_kernel_costs_one_time_limit_and_the_rest_of_its_part_is_not_run(name: str) -> None:
+    result = graded(sub(name), timeout=8.0)
     forward = list(cases(result).items())
     names = [name for name, _ in forward]
     hung = names.index(HANG)

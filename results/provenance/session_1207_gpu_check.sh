@@ -28,3 +28,11 @@ for pair in tiling:wrong_tma_probe_reads_the_replay quant_matmul:wrong_weights_i
     --max-cases 2 > "$W/wrong_$s.txt" 2>&1
   echo "$s: exit $?, $(( $(date +%s) - t0 )) s, $(grep -E '^Total' "$W/wrong_$s.txt")"; pack
 done
+# A kernel that never ends (fourteenth session): on a GPU the worker is stuck waiting on the device; the case must time
+# out, the rest of its part be reported as not run, and nothing be left running.
+t0=$(date +%s)
+timeout 200 python3 -m autograder grade rmsnorm --submission tests/submissions/rmsnorm/misbehave_kernel_spin.py --device cuda \
+  --skip-doctor --timeout 20 > "$W/misbehave_kernel_spin.txt" 2>&1
+echo "misbehave_kernel_spin: exit $?, $(( $(date +%s) - t0 )) s, $(grep -E '^Total' "$W/misbehave_kernel_spin.txt")"
+grep -E "TIMEOUT|Timed out|Not run" "$W/misbehave_kernel_spin.txt" | head -4 | cut -c1-160
+ps -eo pid,args | grep -E "autograder|zygote" | grep -v grep | tee "$W/left_running.txt"; nvidia-smi >> "$W/left_running.txt"; pack
