@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -364,23 +365,27 @@ class _Process:
             raise WorkerLost(f"{self.who} was stopped while {doing}.")
         conn = self.child.conn
         self.pending = None
-        if conn.poll(timeout):
-            try:
-                data = conn.recv_bytes(MAX_REPLY_BYTES)
-            except (EOFError, ConnectionResetError, OSError):
-                pass  # the process ended mid-reply: reported below
-            else:
-                reply = decode_reply(data)
-                if reply is None or reply.get("id") != request_id:
-                    self.kill()
-                    raise WorkerLost(
-                        f"{self.who} sent a reply the grader could not read while {doing} "
-                        "(something in it wrote to the grader's channel): that counts as a failure."
-                    )
-                return reply
-        else:
+        ended = False
+        try:
+            # The whole reply by the deadline, not only its first bytes: a child that wrote a length and then nothing
+            # (or a byte a second) held the grader in recv_bytes forever (red team 10).
+            data = read_message(conn, time.monotonic() + timeout, MAX_REPLY_BYTES)
+        except (EOFError, ConnectionResetError, OSError):
+            data, ended = None, True  # the process ended, perhaps mid-reply: reported below
+        except ValueError:  # a length past MAX_REPLY_BYTES: unreadable
+            data = bytearray()
+        if data is None and not ended:
             self.kill()
             raise WorkerLost(self.timeout_message(doing, timeout))
+        if not ended:
+            reply = decode_reply(data) if data else None
+            if reply is None or reply.get("id") != request_id:
+                self.kill()
+                raise WorkerLost(
+                    f"{self.who} sent a reply the grader could not read while {doing} "
+                    "(something in it wrote to the grader's channel): that counts as a failure."
+                )
+            return reply
         code = self.child.returncode(5.0)
         self.kill()
         tail = self.log_tail()
@@ -521,12 +526,89 @@ def encode(message: dict) -> bytes:
     return buf.getvalue()
 
 
-def decode_reply(data: bytes) -> dict | None:
-    """A child's reply as a dict of plain data and tensors, or None when it is not one."""
+# The most containers and values a reply may hold, counted as if every shared container were copied where it appears:
+# what every walk of the reply in the grader (the tape's checks, the outputs) costs at most. The largest reply of the
+# eight solutions' grading on the CPU tier (2026-12-07, 382 replies) expanded to 1,472.
+MAX_REPLY_NODES = 1_000_000
+
+
+def expanded_size(value: Any, limit: int) -> int | None:
+    """How many containers and values `value` holds counted as a tree (a container reached by two paths counts
+    twice), or None past `limit` or on a cycle. Linear in the object graph: each container is sized once. A 2 KB
+    pickle of a chain of lists, each holding the next twice, expands to 2**64 leaves ("billion laughs")."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]  # every container stays alive in `value`: ids are not reused
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, (dict, list, tuple)):
+            continue
+        key = id(node)
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else list(node)
+        if done:
+            total = 1 + sum(sizes.get(id(c), 1) if isinstance(c, (dict, list, tuple)) else 1 for c in children)
+            on_path.discard(key)
+            if total > limit:
+                return None
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            return None  # a cycle
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if isinstance(c, (dict, list, tuple)))
+    return sizes.get(id(value), 1)
+
+
+def _read_exactly(fd: int, n: int, deadline: float) -> bytearray | None:
+    """`n` bytes from `fd`, or None if they have not all come by `deadline` (time.monotonic()); EOFError if it closes."""
+    import select
+
+    buf = bytearray(n)
+    view = memoryview(buf)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    got = 0
+    while got < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000.0):
+            return None
+        k = os.readv(fd, [view[got:]])
+        if k == 0:
+            raise EOFError("the channel closed mid-message")
+        got += k
+    return buf
+
+
+def read_message(conn: Any, deadline: float, max_bytes: int) -> bytearray | None:
+    """One message of multiprocessing's framing (a 4-byte length, or -1 and an 8-byte one, then the bytes) from `conn`,
+    whole by `deadline`, or None. ValueError for a length past `max_bytes`; EOFError if the channel closes."""
+    fd = conn.fileno()
+    header = _read_exactly(fd, 4, deadline)
+    if header is None:
+        return None
+    (size,) = struct.unpack("!i", header)
+    if size == -1:
+        longer = _read_exactly(fd, 8, deadline)
+        if longer is None:
+            return None
+        (size,) = struct.unpack("!Q", longer)
+    if size < 0 or size > max_bytes:
+        raise ValueError(f"a message of {size} bytes")
+    return _read_exactly(fd, size, deadline)
+
+
+def decode_reply(data: bytes | bytearray) -> dict | None:
+    """A child's reply as a dict of plain data and tensors, or None when it is not one (or one that would expand past
+    MAX_REPLY_NODES, or hold itself)."""
     import torch
 
     try:
         reply = torch.load(io.BytesIO(data), weights_only=True)
     except Exception:  # noqa: BLE001  (anything unreadable is refused, whatever the reason)
         return None
-    return reply if isinstance(reply, dict) else None
+    if not isinstance(reply, dict):
+        return None
+    return reply if expanded_size(reply, MAX_REPLY_NODES) is not None else None

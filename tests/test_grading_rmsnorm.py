@@ -178,6 +178,18 @@ def test_a_hung_kernel_costs_one_time_limit_and_the_rest_of_its_part_is_not_run(
     assert sum(c.seconds for c in result.cases) < 30.0  # two limits (8 + 2 s) and the rest; one per case would be 56 s
 
 
+def test_a_reply_that_never_ends_costs_one_time_limit_not_the_whole_grading() -> None:
+    """A length header and nothing more in the grader's channel: the grader reads whole messages by the deadline."""
+    import time
+
+    t0 = time.perf_counter()
+    result = grade_assignment("rmsnorm", sub("misbehave_partial_reply"), "cpu", seed=SEED, timeout=6.0)
+    assert time.perf_counter() - t0 < 90.0
+    assert result.score(False) == 0
+    forward = cases(result)
+    assert all(s == "error" and "Timed out" in m for s, m in forward.values()), forward
+
+
 BAD = {
     "bad_syntax": "kernels.py has a syntax error on line 24: unmatched ')'.",
     "bad_missing_import": "kernels.py could not be imported: there is no module named 'tritn' (kernels.py line 5: `import tritn",

@@ -210,3 +210,87 @@ def test_a_second_request_waits_for_the_first_answer_instead_of_deadlocking() ->
     finally:
         replayer.abort()  # a child stuck writing would also hold a polite stop
         replayer.cleanup()
+
+
+def test_a_message_is_read_whole_by_its_deadline_or_not_at_all() -> None:
+    """A child that writes a length and then nothing, or a byte at a time, gets no more than the time limit."""
+    import socket
+    import struct
+    import threading
+
+    from autograder.runner import read_message
+
+    class End:
+        def __init__(self, sock: socket.socket) -> None:
+            self.sock = sock
+
+        def fileno(self) -> int:
+            return self.sock.fileno()
+
+    a, b = socket.socketpair()
+    try:
+        b.sendall(struct.pack("!i", 5) + b"hello")
+        assert bytes(read_message(End(a), time.monotonic() + 5, 100) or b"") == b"hello"
+        b.sendall(struct.pack("!i", 100 << 20))  # a length, and nothing after it
+        t0 = time.monotonic()
+        assert read_message(End(a), time.monotonic() + 1.0, 1 << 30) is None
+        assert time.monotonic() - t0 < 3.0
+        a.close()
+        a, b = socket.socketpair()
+
+        def trickle() -> None:
+            try:
+                b.sendall(struct.pack("!i", 1000))
+                for _ in range(1000):
+                    b.sendall(b"x")
+                    time.sleep(0.01)
+            except OSError:
+                pass
+
+        threading.Thread(target=trickle, daemon=True).start()
+        t0 = time.monotonic()
+        assert read_message(End(a), time.monotonic() + 1.0, 1 << 30) is None  # a byte every 10 ms: 10 s for it all
+        assert time.monotonic() - t0 < 3.0
+        a.close()
+        a, b = socket.socketpair()
+        b.sendall(struct.pack("!i", 1 << 20))
+        with pytest.raises(ValueError):
+            read_message(End(a), time.monotonic() + 1.0, 1000)
+        b.close()
+        a2, b2 = socket.socketpair()
+        b2.sendall(struct.pack("!i", 10) + b"abc")
+        b2.close()
+        with pytest.raises(EOFError):
+            read_message(End(a2), time.monotonic() + 1.0, 100)
+        a2.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_reply_that_expands_past_the_limit_or_holds_itself_is_refused() -> None:
+    """A 2 KB pickle of lists each holding the next twice is 2**64 leaves to every walk of it (red team 10's tape)."""
+    import io
+
+    import torch
+
+    from autograder.runner import MAX_REPLY_NODES, decode_reply, expanded_size
+
+    shared = [1, 2]
+    assert expanded_size({"x": shared, "y": shared}, 100) == 9  # sharing is fine, counted where it appears
+    bomb: list = [0]
+    for _ in range(64):
+        bomb = [bomb, bomb]
+    buf = io.BytesIO()
+    torch.save({"id": "a", "tape": {"inputs": {"bomb": bomb}}}, buf)
+    assert len(buf.getvalue()) < 20_000
+    t0 = time.monotonic()
+    assert decode_reply(buf.getvalue()) is None
+    assert time.monotonic() - t0 < 5.0
+    loop: list = []
+    loop.append(loop)
+    assert expanded_size({"loop": loop}, MAX_REPLY_NODES) is None
+    honest = io.BytesIO()
+    torch.save({"id": "b", "tape": {"entries": [{"op": "aten::add", "args": [1, 2]}] * 1000}}, honest)
+    reply = decode_reply(honest.getvalue())
+    assert reply is not None and reply["id"] == "b"
