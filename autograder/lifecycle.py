@@ -71,13 +71,13 @@ def adopt_orphans() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
-def _children() -> list[int]:
-    """The processes whose parent is this one, read from /proc (Linux; elsewhere none are known)."""
-    me, found = os.getpid(), []
+def _process_table() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, state letter) of every process in /proc (Linux; elsewhere none are known)."""
+    table: dict[int, tuple[int, bytes]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return found
+        return table
     for name in names:
         if not name.isdigit():
             continue
@@ -87,40 +87,62 @@ def _children() -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.append(int(name))
+        if len(fields) > 1:
+            table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def _below(table: dict[int, tuple[int, bytes]], root: int) -> list[int]:
+    """Every process under `root` in `table`: its children, theirs, and so on."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
     return found
 
 
-def end_children(passes: int = 50, wait: float = 10.0) -> int:
-    """SIGKILL every child of this process and reap it, pass after pass, until none is left (the orphans of each
-    one killed are adopted next, after adopt_orphans): what a submission left running cannot outlive the grading
-    and touch its results. A killed process still in the kernel (a GPU driver call) is waited for up to `wait`
-    seconds in all; it can no longer run any code of its own. Returns how many were ended."""
+def _children() -> list[int]:
+    """The processes whose parent is this one."""
+    me = os.getpid()
+    return [pid for pid, (ppid, _) in _process_table().items() if ppid == me]
+
+
+def end_children(wait: float = 10.0) -> int:
+    """SIGKILL every process under this one, the whole tree at once, and reap those that are its children, pass after
+    pass until none is left (the orphans of each one killed are adopted, after adopt_orphans): what a submission
+    left running cannot outlive the grading and touch its results. Killing only the children, a pass at a time, let
+    the tail of a chain of 80 sleeping processes outlive 50 passes (red team 10). A killed process still in the
+    kernel (a GPU driver call) is waited for up to `wait` seconds in all; it can no longer run any code of its own.
+    Returns how many were ended."""
     import time
 
-    ended, deadline = 0, time.monotonic() + wait
-    for _ in range(passes):
-        children = _children()
-        if not children:
+    me, ended, deadline = os.getpid(), set(), time.monotonic() + wait
+    while True:
+        table = _process_table()
+        below = _below(table, me)
+        if not below:
             break
-        for pid in children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                ended += 1
-            except ProcessLookupError:
-                pass
-        left = set(children)
-        while left and time.monotonic() < deadline:
-            for pid in list(left):
+        for pid in below:
+            if table[pid][1] != b"Z":  # a zombie has ended: its parent (this process, in the end) reaps it
                 try:
-                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                        left.discard(pid)
+                    os.kill(pid, signal.SIGKILL)
+                    ended.add(pid)
+                except ProcessLookupError:
+                    pass
+        for pid in below:
+            if table[pid][0] == me:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
                 except ChildProcessError:  # not ours to wait for (already reaped by a Popen, say)
-                    left.discard(pid)
-            if left:
-                time.sleep(0.01)
-    return ended
+                    pass
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    return len(ended)
 
 
 def device_usable(torch: Any, device_type: str) -> bool:

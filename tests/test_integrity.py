@@ -375,6 +375,36 @@ def test_a_detached_grandchild_is_adopted_and_ended() -> None:
     assert proc.stdout.split() == ["1", "1", "[]"], (proc.stdout, proc.stderr)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+def test_a_chain_of_sleepers_longer_than_any_count_of_passes_is_ended_whole() -> None:
+    # Red team 10: a chain of 80 processes, each the parent of the next, in a session of its own. Ending children a
+    # generation per pass (50 passes) left the last 30 running after the grading.
+    script = (
+        "import os, time\n"
+        "from autograder.lifecycle import adopt_orphans, end_children, _process_table, _below\n"
+        "assert adopt_orphans()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    for _ in range(80):\n"
+        "        if os.fork():\n"
+        "            time.sleep(120)\n"
+        "            os._exit(0)\n"
+        "    time.sleep(120)\n"
+        "    os._exit(0)\n"
+        "deadline = time.monotonic() + 30\n"
+        "while len(_below(_process_table(), os.getpid())) < 81 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "before = len(_below(_process_table(), os.getpid()))\n"
+        "t0 = time.monotonic()\n"
+        "ended = end_children()\n"
+        "print(before, ended, len(_below(_process_table(), os.getpid())), round(time.monotonic() - t0, 1))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    before, ended, left, seconds = proc.stdout.split()
+    assert (before, ended, left) == ("81", "81", "0"), (proc.stdout, proc.stderr)
+    assert float(seconds) < 5.0
+
+
 # --------------------------------------------------------------------------------------------------
 # Defences tested without a worker
 # --------------------------------------------------------------------------------------------------
