@@ -26,6 +26,20 @@ STYLE = {
 }
 
 
+# The most of one case's message a report shows. Honest sentences are a few lines; a message can quote the
+# submission's own words (an exception, a name it chose), and a table cell of a million lines took rich minutes to lay
+# out, after every time limit (red team 10).
+MESSAGE_LINES, MESSAGE_CHARS = 60, 6000
+
+
+def clip(message: str) -> str:
+    """`message`, cut to MESSAGE_LINES lines and MESSAGE_CHARS characters, saying how much was left out."""
+    if len(message) <= MESSAGE_CHARS and message.count("\n") < MESSAGE_LINES:
+        return message
+    kept = "\n".join(message[:MESSAGE_CHARS].split("\n")[:MESSAGE_LINES])
+    return f"{kept}\n... ({len(message) - len(kept):,} more characters not shown)"
+
+
 def _pts(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".")
 
@@ -41,7 +55,7 @@ def print_result(console: Console, result: AssignmentResult, verbose: bool = Fal
     for c in result.cases:
         label, style = STYLE.get(c.status, (c.status, ""))
         task = c.task + (" (bonus)" if c.bonus else "") + (" speed" if c.kind == "speed" else "")
-        message = c.message
+        message = clip(c.message)
         # The same sentence for every case (not implemented, no import) is said once.
         if not verbose and message in shown_messages and c.status not in ("passed", "skipped") and c.kind != "speed":
             message = "(as above)"
@@ -107,7 +121,7 @@ def gradescope_json(results: list[AssignmentResult], header: str = "",
             "score": score,
             "max_score": max_score,
             "status": "passed" if c.status == "passed" else "failed",
-            "output": c.message,
+            "output": clip(c.message),
             "visibility": "visible",
             "tags": [r.slug, c.task, c.kind],
             **({"extra_data": c.extra} if c.kind == "speed" and c.extra else {}),  # time, measure, threshold, points

@@ -161,3 +161,27 @@ def test_a_message_that_looks_like_markup_is_printed_as_it_is() -> None:
     out = io.StringIO()
     print_result(Console(file=out, width=200), AssignmentResult("rmsnorm", "05 RMSNorm", "cpu", [case]))
     assert "ValueError: [/bold] closes [red]nothing" in out.getvalue() and "[bold](4x7)" in out.getvalue()
+
+
+def test_a_message_of_a_million_lines_is_cut_and_printed_at_once() -> None:
+    """A refusal can quote a name the submission chose: a qualname of a million lines took rich minutes to lay out in
+    the report, after every time limit (red team 10). The report and results.json show its start and what was cut."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from autograder.grade import AssignmentResult, CaseResult
+    from autograder.report import MESSAGE_LINES, clip, gradescope_json, print_result
+
+    long = "replaced `__code__` of " + "ab\n" * 1_000_000
+    case = CaseResult("rmsnorm.forward", "(4x7)", "error", 0.0, 6.0, long)
+    result = AssignmentResult("rmsnorm", "05 RMSNorm", "cpu", [case])
+    out = io.StringIO()
+    t0 = time.perf_counter()
+    print_result(Console(file=out, width=200), result)
+    output = gradescope_json([result])["tests"][0]["output"]
+    assert time.perf_counter() - t0 < 5.0
+    assert output.count("\n") <= MESSAGE_LINES and "more characters not shown" in output
+    assert "replaced `__code__` of" in out.getvalue() and "more characters not shown" in out.getvalue()
+    assert clip("two\nlines") == "two\nlines"
