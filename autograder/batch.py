@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.lifecycle import end_tree
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")
 
@@ -194,10 +196,14 @@ def grade_one(sub: Submission, out: Path, slugs: list[str], device: str, gpu: st
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["AUTOGRADER_DIE_WITH_PARENT"] = "1"  # killed with this thread's batch: its children follow (lifecycle.py)
     with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
         try:
-            proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout)
-            code = proc.returncode
+            code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            # Everything under the grading first, while the grader still adopts what its submission detached; then the
+            # grader. A plain kill of the grader left a hung submission's detached processes running (red team 10).
+            end_tree(proc.pid)
+            proc.wait()
             code = None
     seconds = time.perf_counter() - t0
     if code != 0 or not tmp.exists():

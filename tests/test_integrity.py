@@ -522,3 +522,39 @@ def test_a_library_write_for_the_submission_may_go_to_caches_and_temporary_files
     assert guard._writable(str(tmp_path)) and guard._writable(3) and guard._writable(os.devnull)
     assert not guard._writable(venv_torch + "evil.py")  # a trusted file, even inside an allowed directory
     assert not guard._writable("/etc/results.json") and not guard._writable(os.path.expanduser("~/x.py"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+def test_a_grading_given_up_on_is_ended_with_everything_it_detached() -> None:
+    # Red team 10: a batch's backstop killed only the grading process; what its submission had detached, adopted by
+    # that process, went to init and kept running. end_tree ends the tree under it first, then it.
+    script = (
+        "import os, time\n"
+        "from autograder.lifecycle import adopt_orphans\n"
+        "assert adopt_orphans()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    for _ in range(20):\n"
+        "        if os.fork():\n"
+        "            time.sleep(120)\n"
+        "            os._exit(0)\n"
+        "    time.sleep(120)\n"
+        "    os._exit(0)\n"
+        "time.sleep(120)\n"
+    )
+    from autograder.lifecycle import _below, _process_table, end_tree
+
+    grader = subprocess.Popen([sys.executable, "-c", script], cwd=REPO_ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while len(_below(_process_table(), grader.pid)) < 21 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        under = set(_below(_process_table(), grader.pid))
+        assert len(under) == 21
+        assert end_tree(grader.pid) == 22
+        grader.wait(10)
+        time.sleep(0.5)
+        table = _process_table()
+        assert not [pid for pid in under if pid in table and table[pid][1] != b"Z"]
+    finally:
+        grader.kill()
