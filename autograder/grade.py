@@ -394,7 +394,8 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             fixed_seed = seed if part.setup_reads else None
             started = _submit_replay(replayer, part, case, reply["tape"], reply.get("prepared"), fixed_seed, seeds, result, pending)
             if started and part.setup_reads:
-                _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending, finish)
+                _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending,
+                                        finish)
     finish()
     return results
 

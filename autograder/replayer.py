@@ -519,9 +519,9 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
             reply = {"status": "error", "message": f"unknown request {request.get('op')!r}"}
         restart = not device_usable(torch, device_name)
         if restart:  # a replayed kernel broke the GPU context (an illegal access): report it, then end this process
-            reply = {"status": "error", "message": _first_lines(str(reply.get("message") or "A replayed kernel failed on the GPU.")) +
-                     " (The GPU reported an error that ends the grader's replay process: the next case starts a fresh "
-                     "one.)", "restart": True}
+            said = _first_lines(str(reply.get("message") or "A replayed kernel failed on the GPU."))
+            reply = {"status": "error", "restart": True, "message": said + " (The GPU reported an error that ends the "
+                     "grader's replay process: the next case starts a fresh one.)"}
         reply["id"] = request.get("id")
         buf = io.BytesIO()
         torch.save(_plain(reply), buf)

@@ -491,7 +491,8 @@ class Replayer(_Process):
 
     def submit(self, message: dict) -> str:
         """Send a request; collect() its answer before the next submit. Two requests outstanding could deadlock: the
-        grader blocked writing the second into a full channel while the replayer is blocked writing the first's answer."""
+        grader blocked writing the second into a full channel while the replayer is blocked writing the first's
+        answer."""
         if self.pending is not None:
             raise RuntimeError(f"the replayer has an answer outstanding ({self.pending}): collect it before submitting")
         if not self.alive():
@@ -563,7 +564,8 @@ def expanded_size(value: Any, limit: int) -> int | None:
 
 
 def _read_exactly(fd: int, n: int, deadline: float) -> bytearray | None:
-    """`n` bytes from `fd`, or None if they have not all come by `deadline` (time.monotonic()); EOFError if it closes."""
+    """`n` bytes from `fd`, or None if they have not all come by `deadline` (time.monotonic()); EOFError if it
+    closes."""
     import select
 
     buf = bytearray(n)

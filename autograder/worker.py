@@ -685,8 +685,9 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
         else:
             reply = {"status": "error", "message": f"unknown request {request['op']!r}"}
         if not reply.get("restart") and not device_usable(torch, session.device.type):  # whatever the error said
-            reply = {"status": "error", "restart": True, "message": str(reply.get("message") or "Your call failed on the GPU.") +
-                     " (The GPU reported an error that ends the process: the next case starts a fresh one.)"}
+            said = str(reply.get("message") or "Your call failed on the GPU.")
+            reply = {"status": "error", "restart": True, "message": said + " (The GPU reported an error that ends the "
+                     "process: the next case starts a fresh one.)"}
         session.send(reply, request_id)
         for tape in tapes:
             tape.release()  # the storages it kept alive, so that no address was reused while it named them

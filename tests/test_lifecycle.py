@@ -182,7 +182,8 @@ def test_a_gpu_process_with_a_broken_context_is_not_usable() -> None:
 def test_a_second_request_waits_for_the_first_answer_instead_of_deadlocking() -> None:
     """Two large requests in a row, the first's answer large too: the replayer blocks writing its answer while the
     grader blocks writing the second request. The second submit must refuse at once, not hang (on an H100 a W4A16
-    case's second replay, 235 MB of prepared weights, hung behind the first's 0.9 MB of outputs until the time limit)."""
+    case's second replay, 235 MB of prepared weights, hung behind the first's 0.9 MB of outputs until the time
+    limit)."""
     import threading
 
     from autograder.runner import Replayer
