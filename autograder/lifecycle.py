@@ -111,6 +111,21 @@ def _children() -> list[int]:
     return [pid for pid, (ppid, _) in _process_table().items() if ppid == me]
 
 
+def _kill_below(root: int, ended: set[int]) -> tuple[dict[int, tuple[int, bytes]], list[int], int]:
+    """One pass: SIGKILL every living process under `root` (adding it to `ended`). Returns the process table read,
+    every process under `root` (zombies too: ended, not yet reaped) and how many of them were living."""
+    table = _process_table()
+    below = _below(table, root)
+    living = [pid for pid in below if table[pid][1] != b"Z"]
+    for pid in living:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            ended.add(pid)
+        except ProcessLookupError:
+            pass
+    return table, below, len(living)
+
+
 def end_children(wait: float = 10.0) -> int:
     """SIGKILL every process under this one, the whole tree at once, and reap those that are its children, pass after
     pass until none is left (the orphans of each one killed are adopted, after adopt_orphans): what a submission
@@ -122,17 +137,9 @@ def end_children(wait: float = 10.0) -> int:
 
     me, ended, deadline = os.getpid(), set(), time.monotonic() + wait
     while True:
-        table = _process_table()
-        below = _below(table, me)
+        table, below, _ = _kill_below(me, ended)
         if not below:
             break
-        for pid in below:
-            if table[pid][1] != b"Z":  # a zombie has ended: its parent (this process, in the end) reaps it
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    ended.add(pid)
-                except ProcessLookupError:
-                    pass
         for pid in below:
             if table[pid][0] == me:
                 try:
@@ -153,17 +160,7 @@ def end_tree(root: int, wait: float = 10.0) -> int:
     import time
 
     ended, deadline = set(), time.monotonic() + wait
-    while time.monotonic() < deadline:
-        table = _process_table()
-        alive = [pid for pid in _below(table, root) if table[pid][1] != b"Z"]
-        if not alive:
-            break
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                ended.add(pid)
-            except ProcessLookupError:
-                pass
+    while time.monotonic() < deadline and _kill_below(root, ended)[2]:
         time.sleep(0.01)
     try:
         os.kill(root, signal.SIGKILL)

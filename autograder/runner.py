@@ -365,19 +365,18 @@ class _Process:
             raise WorkerLost(f"{self.who} was stopped while {doing}.")
         conn = self.child.conn
         self.pending = None
-        ended = False
         try:
             # The whole reply by the deadline, not only its first bytes: a child that wrote a length and then nothing
             # (or a byte a second) held the grader in recv_bytes forever (red team 10).
             data = read_message(conn, time.monotonic() + timeout, MAX_REPLY_BYTES)
-        except (EOFError, ConnectionResetError, OSError):
-            data, ended = None, True  # the process ended, perhaps mid-reply: reported below
+            if data is None:
+                self.kill()
+                raise WorkerLost(self.timeout_message(doing, timeout))
+        except (EOFError, OSError):
+            data = None  # the process ended, perhaps mid-reply: reported below
         except ValueError:  # a length past MAX_REPLY_BYTES: unreadable
             data = bytearray()
-        if data is None and not ended:
-            self.kill()
-            raise WorkerLost(self.timeout_message(doing, timeout))
-        if not ended:
+        if data is not None:
             reply = decode_reply(data) if data else None
             if reply is None or reply.get("id") != request_id:
                 self.kill()
