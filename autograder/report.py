@@ -51,15 +51,19 @@ def print_result(console: Console, result: AssignmentResult, verbose: bool = Fal
     table.add_column("result")
     table.add_column("points", justify="right")
     table.add_column("details", overflow="fold", max_width=90)
-    shown_messages: set[str] = set()
+    said_first_by: dict[str, str] = {}  # message -> the row that showed it whole
+    previous = None
     for c in result.cases:
         label, style = STYLE.get(c.status, (c.status, ""))
         task = c.task + (" (bonus)" if c.bonus else "") + (" speed" if c.kind == "speed" else "")
         message = clip(c.message)
-        # The same sentence for every case (not implemented, no import) is said once.
-        if not verbose and message in shown_messages and c.status not in ("passed", "skipped") and c.kind != "speed":
-            message = "(as above)"
-        shown_messages.add(c.message)
+        # The same sentence for every case (not implemented, no import) is said once. "(as above)" only where the
+        # row just above said it: a timeout in a part that otherwise raised points back to the case that timed out.
+        if not verbose and message in said_first_by and c.status not in ("passed", "skipped") and c.kind != "speed":
+            message = "(as above)" if previous == c.message else f"(as for {said_first_by[c.message]})"
+        else:
+            said_first_by.setdefault(c.message, f"{task} {c.name}")
+        previous = c.message
         points = "-" if c.max_score == 0 else f"{_pts(c.score)}/{_pts(c.max_score)}"
         # Text, not markup: a message may quote the submission's own words ("[/bold]" in an exception stopped rich).
         table.add_row(Text(task), Text(c.name), Text(label, style=style), points, Text(message))

@@ -163,6 +163,33 @@ def test_a_message_that_looks_like_markup_is_printed_as_it_is() -> None:
     assert "ValueError: [/bold] closes [red]nothing" in out.getvalue() and "[bold](4x7)" in out.getvalue()
 
 
+def test_a_repeated_message_points_to_the_row_that_said_it() -> None:
+    """A message said before is not repeated; "(as above)" only where the row just above said it. On an H100 the
+    backward's timeout row read "(as above)" under a row of TypeErrors, the timeout having been said in the forward's
+    part (2026-12-07, misbehave_kernel_spin)."""
+    import io
+
+    from rich.console import Console
+
+    from autograder.grade import AssignmentResult, CaseResult
+    from autograder.report import print_result
+
+    timeout = "Timed out: running (2x3x11) took longer than 6 s, so it was stopped."
+    raised = "The call raised TypeError: no autograd history."
+    cases = [
+        CaseResult("rmsnorm.forward", "(2x3x11)", "timeout", 0.0, 2.0, timeout),
+        CaseResult("rmsnorm.backward", "(4x7)", "error", 0.0, 1.0, raised, bonus=True),
+        CaseResult("rmsnorm.backward", "(5x9)", "error", 0.0, 1.0, raised, bonus=True),
+        CaseResult("rmsnorm.backward", "(2x3x11)", "timeout", 0.0, 1.0, timeout, bonus=True),
+    ]
+    out = io.StringIO()
+    print_result(Console(file=out, width=250), AssignmentResult("rmsnorm", "05 RMSNorm", "cpu", cases))
+    rows = [line for line in out.getvalue().splitlines() if "rmsnorm." in line]
+    assert timeout in rows[0] and raised in rows[1]
+    assert "(as above)" in rows[2]
+    assert "(as for rmsnorm.forward (2x3x11))" in rows[3], rows[3]
+
+
 def test_a_message_of_a_million_lines_is_cut_and_printed_at_once() -> None:
     """A refusal can quote a name the submission chose: a qualname of a million lines took rich minutes to lay out in
     the report, after every time limit (red team 10). The report and results.json show its start and what was cut."""
