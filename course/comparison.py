@@ -54,6 +54,21 @@ def fmt_index(flat: int, shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
 
 
+def fmt_share(part: int, whole: int) -> str:
+    """part / whole as a percentage a student reads at a glance: "100%" only when every element is, "99.96%", "37%",
+    "2.5%", "0.0031%", "less than 0.0001%" (the general format wrote 100 as "1e+02")."""
+    pct = 100.0 * part / whole
+    if part == whole:
+        return "100%"
+    if pct >= 99.5:
+        return f"{min(pct, 99.99):.2f}%"
+    if pct >= 10:
+        return f"{pct:.0f}%"
+    if pct >= 1:
+        return f"{pct:.1f}%"
+    return f"{pct:.2g}%" if pct >= 1e-4 else "less than 0.0001%"
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -181,7 +196,7 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     total = want.numel()
     first_at = fmt_index(first, shape)
     parts = [
-        f"`{name}`: {n_bad:,} of {total:,} elements ({100.0 * n_bad / total:.2g}%) are outside the tolerance "
+        f"`{name}`: {n_bad:,} of {total:,} elements ({fmt_share(n_bad, total)}) are outside the tolerance "
         f"(|out - ref| <= {tol.atol:g} * {where} + {tol.rtol:g} * |ref|).",
         f"The first is at index {first_at}: got {got[first].item():.6g}, expected {want[first].item():.6g}.",
     ]

@@ -47,3 +47,16 @@ def test_a_wrong_shape_is_not_called_precision() -> None:
     message = wrong_timed_output(0, 50, "`output` should have shape (64, 512), but has (64, 511).", None)
     assert message.startswith("The output of timed call 1 of 50 was wrong: `output` should have shape")
     assert "not reproduced" in message
+
+
+@pytest.mark.parametrize(
+    ("wrong", "share"),
+    [(64 * 512, "100%"), (64 * 512 - 1, "99.99%"), (12_000, "37%"), (100, "0.31%"), (1, "0.0031%")],
+)
+def test_the_share_of_wrong_elements_is_written_as_a_student_reads_it(wrong: int, share: str) -> None:
+    """An H100 grading told a student that "14,336 of 14,336 elements (1e+02%)" were wrong (2026-12-07)."""
+    ref = _reference(0)
+    out = ref.clone().reshape(-1)
+    out[:wrong] += 1.0 + ref.reshape(-1)[:wrong].abs()  # past atol * mean|ref| + rtol * |ref| everywhere
+    verdict = compare("output", out.reshape(ref.shape).float(), ref, TOL)
+    assert f"{wrong:,} of {ref.numel():,} elements ({share}) are outside the tolerance" in verdict.message
