@@ -5,7 +5,9 @@ The comparison itself lives in course/comparison.py, where the notebooks' exerci
 
 from __future__ import annotations
 
-from course.comparison import TERM_SCALE, Verdict, attach_term_scale, check_meta, compare  # noqa: F401  (the grader's names)
+from course.comparison import (  # noqa: F401  (the grader's names)
+    TERM_SCALE, Verdict, attach_term_scale, check_meta, compare, fmt_percent,
+)
 
 
 # A timing is refused as a measurement error when it implies more than this many times the copy

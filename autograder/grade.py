@@ -32,7 +32,7 @@ import torch
 from autograder import diagnose
 from autograder import tape as tapes
 from autograder import timing
-from autograder.checking import Verdict, check_meta, compare, physical_floor
+from autograder.checking import Verdict, check_meta, compare, fmt_percent, physical_floor
 from autograder.runner import Replayer, Worker, WorkerLost
 from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase
 from autograder.specs import load_spec
@@ -227,7 +227,7 @@ def _judge(part: Part, params: dict, reply: dict, reference: dict[str, torch.Ten
         if not verdict.ok:
             return False, verdict.message
         worst = max(worst, verdict.max_error)
-    return True, f"max error {100 * worst:.2g}% of the tolerance"
+    return True, f"max error {fmt_percent(100 * worst)} of the tolerance"
 
 
 _UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError)
@@ -687,8 +687,8 @@ def wrong_timed_output(call: int, reps: int, problem: str, verdict: Verdict | No
     head = f"The output of timed call {call + 1} of {reps} was wrong: " + (problem or verdict.message)
     if not problem and verdict.wrong_fraction <= PRECISION_LIKE_FRACTION and verdict.max_error <= PRECISION_LIKE_ERROR:
         return head + (
-            f" Only {100 * verdict.wrong_fraction:.2g}% of its elements are outside the tolerance, by at most "
-            f"{verdict.max_error:.2g} times it: this is your kernel's precision at the speed case's size (longer sums "
+            f" Only {fmt_percent(100 * verdict.wrong_fraction)} of its elements are outside the tolerance, by at"
+            f" most {verdict.max_error:.2g} times it: this is your kernel's precision at the speed case's size (longer sums "
             "than the correctness cases'), not a missing result. Round less along the way (keep sums and products in "
             "float32, round to the output's dtype once, at the store) and grade again: every grading draws new inputs."
         )

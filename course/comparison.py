@@ -54,19 +54,22 @@ def fmt_index(flat: int, shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
 
 
-def fmt_share(part: int, whole: int) -> str:
-    """part / whole as a percentage a student reads at a glance: "100%" only when every element is, "99.96%", "37%",
-    "2.5%", "0.0031%", "less than 0.0001%" (the general format wrote 100 as "1e+02")."""
-    pct = 100.0 * part / whole
-    if part == whole:
-        return "100%"
-    if pct >= 99.5:
-        return f"{min(pct, 99.99):.2f}%"
+def fmt_percent(pct: float) -> str:
+    """A percentage as a student reads it at a glance: "37%", "2.5%", "0.0031%", "99.96%" (never "100%" for less than
+    100), "0%" only for nothing; the general format wrote 100 as "1e+02"."""
+    if pct == 0:
+        return "0%"
     if pct >= 10:
-        return f"{pct:.0f}%"
+        text = f"{pct:.0f}"
+        return f"{min(pct, 99.99):.2f}%" if text == "100" and pct < 100 else f"{text}%"
     if pct >= 1:
         return f"{pct:.1f}%"
     return f"{pct:.2g}%" if pct >= 1e-4 else "less than 0.0001%"
+
+
+def fmt_share(part: int, whole: int) -> str:
+    """part / whole as a percentage (fmt_percent): "100%" only when every element is."""
+    return "100%" if part == whole else fmt_percent(100.0 * part / whole)
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -60,3 +60,12 @@ def test_the_share_of_wrong_elements_is_written_as_a_student_reads_it(wrong: int
     out[:wrong] += 1.0 + ref.reshape(-1)[:wrong].abs()  # past atol * mean|ref| + rtol * |ref| everywhere
     verdict = compare("output", out.reshape(ref.shape).float(), ref, TOL)
     assert f"{wrong:,} of {ref.numel():,} elements ({share}) are outside the tolerance" in verdict.message
+
+
+@pytest.mark.parametrize(("pct", "text"), [(0.0, "0%"), (99.6, "99.60%"), (99.4, "99%"),
+                                           (2.2, "2.2%"), (0.00005, "less than 0.0001%"), (100.0, "100%")])
+def test_a_percentage_never_reads_as_an_exponent_or_as_more_than_it_is(pct: float, text: str) -> None:
+    """A passing case's "max error 99.6% of the tolerance" was written "1e+02%", which reads as a failure."""
+    from course.comparison import fmt_percent
+
+    assert fmt_percent(pct) == text
