@@ -241,6 +241,11 @@ def main() -> None:
               "1024x128256 bf16 against the solution's 87.5%, `results/h100/softmax_reread.md`), and decode attention "
               "merging the splits in the last split program instead of a dependent combine launch (1-4% slower, "
               "`results/h100/decode_last_combine_probe.md`).",
+              "- Split softmax rows holding their exponentials as bfloat16 pairs across the wait, half the registers, "
+              "so chunks could be twice as long (H100, 2026-12-07, fifteenth session; `results/h100/softmax_e16_probe.md`): "
+              "slower at every chunk length, the longer the slower (0.93-0.95x the solution at 8192 columns, 0.55-0.78x "
+              "at 32768), and twice the error (0.47 of the tolerance). A row's chunks wait for the slowest of them, so "
+              "what a program does between its load and its store is every row's critical path. Not adopted.",
               "- Flash attention forward, two of FlashAttention-4's tricks in the solution's inner loop (H100, 2026-12-06, "
               "sixth session; `results/h100/flash_lazy_probe.md`): lazy rescaling, one branch a block, 0.78-0.93x the "
               "solution; a quarter of the exponentials by a cubic on the FMA pipe, 0.94-1.00x up to 8192 tokens and "
