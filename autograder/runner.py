@@ -601,11 +601,33 @@ def read_message(conn: Any, deadline: float, max_bytes: int) -> bytearray | None
     return _read_exactly(fd, size, deadline)
 
 
+def stored_as_saved(data: bytes | bytearray) -> bool:
+    """Whether `data` is laid out as torch.save writes it: a zip archive from its first byte, every member stored
+    uncompressed, the members together no larger than the archive. Then reading it takes no more memory than its own
+    bytes. A member deflated 1000:1, which torch.load would inflate, or a file in the legacy format, whose storages
+    are as large as its pickle says, are refused before anything is read (red team 10: a small reply inflating to
+    gigabytes in the grader)."""
+    import zipfile
+
+    if bytes(data[:4]) != b"PK\x03\x04":  # torch.load's own test of which format it reads
+        return False
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+        return False
+    if any(m.compress_type != zipfile.ZIP_STORED for m in members):
+        return False
+    return sum(m.file_size for m in members) <= len(data)
+
+
 def decode_reply(data: bytes | bytearray) -> dict | None:
     """A child's reply as a dict of plain data and tensors, or None when it is not one (or one that would expand past
     MAX_REPLY_NODES, or hold itself)."""
     import torch
 
+    if not stored_as_saved(data):
+        return None
     try:
         reply = torch.load(io.BytesIO(data), weights_only=True)
     except Exception:  # noqa: BLE001  (anything unreadable is refused, whatever the reason)

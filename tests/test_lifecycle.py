@@ -269,6 +269,40 @@ def test_a_message_is_read_whole_by_its_deadline_or_not_at_all() -> None:
         b.close()
 
 
+def test_a_reply_that_would_take_more_memory_than_its_bytes_is_refused() -> None:
+    """torch.load inflates a deflated zip member, and sizes a legacy-format storage from its pickle: a reply of a few
+    kilobytes could take gigabytes of the grader's memory (red team 10). Only torch.save's layout is read."""
+    import io
+    import zipfile
+
+    import torch
+
+    from autograder.runner import decode_reply, stored_as_saved
+
+    honest = io.BytesIO()
+    torch.save({"id": "a", "outputs": {"y": torch.arange(1000.0)}}, honest)
+    assert stored_as_saved(honest.getvalue())
+    reply = decode_reply(honest.getvalue())
+    assert reply is not None and torch.equal(reply["outputs"]["y"], torch.arange(1000.0))
+
+    deflated = io.BytesIO()  # the same members, deflated: 8 MB of zeros in a few kilobytes
+    big = io.BytesIO()
+    torch.save({"id": "a", "outputs": {"y": torch.zeros(2 << 20)}}, big)
+    with zipfile.ZipFile(io.BytesIO(big.getvalue())) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as dst:
+        for member in src.infolist():
+            dst.writestr(member.filename, src.read(member))
+    assert len(deflated.getvalue()) < 100_000
+    assert torch.load(io.BytesIO(deflated.getvalue()), weights_only=True)["outputs"]["y"].numel() == 2 << 20
+    assert decode_reply(deflated.getvalue()) is None
+
+    legacy = io.BytesIO()
+    torch.save({"id": "a"}, legacy, _use_new_zipfile_serialization=False)
+    assert torch.load(io.BytesIO(legacy.getvalue()), weights_only=True) == {"id": "a"}
+    assert decode_reply(legacy.getvalue()) is None
+    assert decode_reply(b"junk" + honest.getvalue()) is None  # a zip to Python's reader, the legacy format to torch's
+    assert decode_reply(honest.getvalue()[:-30]) is None
+
+
 def test_a_reply_that_expands_past_the_limit_or_holds_itself_is_refused() -> None:
     """A 2 KB pickle of lists each holding the next twice is 2**64 leaves to every walk of it (red team 10's tape)."""
     import io
