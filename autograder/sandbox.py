@@ -13,12 +13,14 @@ So a worker gets directories of its own before the submission is imported (`conf
   the trusted processes;
 - a temporary directory of its own (Triton's compilers write there);
 - and, where the kernel has Landlock (Linux 5.13 or later, enabled), a Landlock domain that allows writes only
-  beneath those directories and to the character devices of /dev (the GPU's device files, /dev/null), with
-  /dev/shm too on a GPU. The kernel enforces it on the worker, on native
+  beneath those directories (no device nodes made there) and to the devices named in _WRITABLE_DEVICES (the null
+  and random devices, the GPU's device files; no terminal), with /dev/shm too on a GPU. The kernel enforces it on the worker, on native
   code it loads and on every process it starts, none of which the Python-level guards of autograder/integrity.py
   can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says what they miss).
 
-Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are.
+Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are. A worker run by root
+(as on Gradescope) also gives up root's powers but over files (`drop_capabilities`): with them it could push input
+into the instructor's terminal or make device nodes, whatever Landlock allows.
 
 The replayer gets the same (`confine_replayer`), in directories of its own: it runs none of the submission's Python,
 but it runs Triton's code generator over the submission's kernels and, under the CPU interpreter, their bodies as
@@ -54,6 +56,33 @@ ROLE_DIRS = {"worker": WORKER_DIR, "replayer": "autograder-replayer"}
 
 
 _SCOPE_SIGNAL = 1 << 1  # ABI 6: no signal to a process outside the domain (LANDLOCK_SCOPE_SIGNAL)
+# Handled everywhere and granted nowhere: a device node made beneath the worker's own directories is, as root, a file
+# that reaches whatever device it names (a disk's blocks, the kernel's log) however the directory is confined.
+_MAKE_DEVICES = _MAKE_CHAR | _MAKE_BLOCK
+
+# The character devices a worker may write: the null and random devices, and a GPU's device files (NVIDIA's
+# /dev/nvidia*, /dev/nvidia-caps/*; AMD's /dev/kfd and /dev/dri render nodes). Not terminals, whose input a process
+# may fill and whose screen it may write on (red team 11 typed a command into the instructor's shell), nor the
+# kernel's log, memory or input devices: every device is shut unless named here.
+_WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/kfd")
+_WRITABLE_DEVICE_PREFIXES = ("/dev/nvidia", "/dev/dri/renderD")
+
+# Capabilities a worker or replayer run by root keeps (include/uapi/linux/capability.h): the ones that let root
+# read and write files whatever their modes (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER: a grader run with sudo
+# reads a virtual environment in a home folder others may not enter, and Landlock bounds where it writes) and lock
+# memory (CAP_IPC_LOCK: pinned host memory). Every other power of root goes: CAP_SYS_ADMIN (pushing input into
+# another terminal with TIOCSTI, mounting), CAP_MKNOD, CAP_SYS_RAWIO, CAP_KILL, CAP_SETUID, CAP_SYS_PTRACE ...
+_KEPT_CAPABILITIES = (1, 2, 3, 14)
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -77,6 +106,7 @@ class Confinement:
     root: str  # the submission's own directory: Triton's cache, dumps and overrides, and its temporary files
     temp: str
     enforced: str  # "Landlock ABI N", or why the kernel does not enforce it
+    capabilities: str = ""  # what drop_capabilities did: "capabilities dropped", "no capabilities to drop", or why not
 
 
 def _syscall() -> ctypes._CFuncPtr | None:
@@ -103,8 +133,8 @@ def landlock_abi() -> int:
 
 def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
-    `writable` (directories that exist), and to write to the files `devices` (character devices: /dev/null, the
-    GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its own domain
+    `writable` (directories that exist), never device nodes, and to write to the files `devices` (character devices:
+    /dev/null, the GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its own domain
     (a red team's worker killed another student's worker and replayer in a class's concurrent grading through
     pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N", or why it was not applied."""
     abi = landlock_abi()
@@ -119,7 +149,8 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     if ruleset < 0:
         return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"
     try:
-        rules = [(os.path.realpath(p), handled, os.O_DIRECTORY) for p in writable] + [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
+        beneath = handled & ~_MAKE_DEVICES
+        rules = [(os.path.realpath(p), beneath, os.O_DIRECTORY) for p in writable] + [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
         for path, rights, flags in rules:
             device = rights == on_a_file
             try:
@@ -146,19 +177,49 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     return f"Landlock ABI {abi}"
 
 
-def character_devices(top: str = "/dev") -> list[str]:
-    """Every character device beneath /dev (not through links): /dev/null and /dev/zero, the GPU's device files,
-    terminals. Writing to one creates no file anyone loads."""
+def writable_devices(top: str = "/dev") -> list[str]:
+    """The character devices beneath `top` (not through links) that a worker may write: _WRITABLE_DEVICES and the
+    GPU's files. Terminals, the kernel's log and everything else stay shut."""
     found = []
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         for name in filenames:
             path = os.path.join(dirpath, name)
+            if path not in _WRITABLE_DEVICES and not path.startswith(_WRITABLE_DEVICE_PREFIXES):
+                continue
             try:
                 if stat.S_ISCHR(os.lstat(path).st_mode):
                     found.append(path)
             except OSError:
                 continue
     return found
+
+
+def drop_capabilities() -> str:
+    """Give up every capability but _KEPT_CAPABILITIES, for good: for this process, and for every program it starts,
+    root or not. Nothing to give up for a user who is not root. Returns what was done, or why not."""
+    if not sys.platform.startswith("linux"):
+        return "not Linux"
+    libc = ctypes.CDLL(None, use_errno=True)
+    kept = sum(1 << c for c in _KEPT_CAPABILITIES)
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        return f"capget failed ({os.strerror(ctypes.get_errno())})"
+    held = data[0].permitted | (data[1].permitted << 32)
+    if held & ~kept == 0:
+        return "no capabilities to drop"
+    # The bounding set first (it needs CAP_SETPCAP, which the last step gives up): what a program started by root
+    # may hold, so a compiler or a shell the submission starts gets no more than this process keeps.
+    for cap in range(64):
+        if not kept >> cap & 1 and libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # past the last capability this kernel knows
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    left = held & kept
+    for i in range(2):
+        word = left >> (32 * i) & 0xFFFFFFFF
+        data[i].effective, data[i].permitted, data[i].inheritable = word, word, 0
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return f"capset failed ({os.strerror(ctypes.get_errno())})"
+    return "capabilities dropped"
 
 
 def submission_key(submission_file: str) -> str:
@@ -212,5 +273,5 @@ def confine(key: str, role: str, gpu: bool = False) -> Confinement:
         # A GPU may keep shared memory in /dev/shm (the confinement was first measured working with all of /dev);
         # nothing trusted loads from there. Elsewhere in /dev nothing may be created, on either tier.
         shared = ["/dev/shm"] if gpu and os.path.isdir("/dev/shm") else []
-        enforced = restrict_writes([root, *shared], character_devices())
-    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced)
+        enforced = restrict_writes([root, *shared], writable_devices())
+    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced, capabilities=drop_capabilities())

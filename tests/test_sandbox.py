@@ -20,7 +20,7 @@ from conftest import REPO_ROOT
 # directories, from Python, from a process started with no audit event, and by a rename out of the temporary
 # directory. Prints what happened as JSON.
 _CHILD = r"""
-import json, os, signal, subprocess, sys, tempfile
+import fcntl, json, os, signal, stat, subprocess, sys, tempfile, termios
 import multiprocessing.util as mp_util
 from autograder.sandbox import confine_replayer, confine_worker
 
@@ -28,8 +28,12 @@ submission, outside, role = sys.argv[1], sys.argv[2], sys.argv[3]
 sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
 quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}  # the test reads this process's output to its end
 outsider = subprocess.Popen(sleeper, **quiet)  # started before the confinement: another student's worker, say
+terminal_in, terminal = os.openpty()  # the instructor's terminal, not this process's own
+terminal_path = os.ttyname(terminal)
 c = confine_worker(submission) if role == "worker" else confine_replayer(open(submission).read())
-seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir(), "outsider": outsider.pid}
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir(), "outsider": outsider.pid,
+        "capabilities": c.capabilities, "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16)}
 
 def attempt(name, fn):
     try:
@@ -49,6 +53,18 @@ attempt("dev_shm", lambda: (write(probe), os.remove(probe)))
 attempt("outside", lambda: write(os.path.join(outside, "planted.py")))
 attempt("rename_out", lambda: (write(os.path.join(c.temp, "staged.py")),
                                os.replace(os.path.join(c.temp, "staged.py"), os.path.join(outside, "moved.py"))))
+# Red team 11: the grader's terminal, found by path, written on and filled with a command its shell then ran
+attempt("write_terminal", lambda: write(terminal_path))
+def push_input():
+    fd = os.open(terminal_path, os.O_RDONLY | os.O_NOCTTY)  # reading is not refused; pushing input must be
+    try:
+        fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+    except OSError as exc:
+        raise PermissionError(exc.errno, "TIOCSTI") from exc
+    finally:
+        os.close(fd)
+attempt("push_terminal_input", push_input)
+attempt("make_device_node", lambda: os.mknod(os.path.join(c.temp, "node"), stat.S_IFCHR | 0o600, os.makedev(1, 3)))
 exe = os.fsencode(sys.executable)
 code = ("open(%r, 'w').write('x')" % os.path.join(outside, "from_a_child.py")).encode()
 pid = mp_util.spawnv_passfds(exe, [exe, b"-c", code], ())
@@ -118,7 +134,38 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     # Landlock ABI 6: no signal outside the domain (red team 9 killed another student's grading with pidfd_send_signal)
     assert seen["signal_outsider"] == ("refused" if sandbox.landlock_abi() >= 6 else "sent")
     assert seen["signal_own_child"] == "sent"
+    # Red team 11: no terminal is a device the worker may write, and no device node may be made beneath its directories
+    # (as root, a node for the disk is the disk); pushing input into a terminal is refused by the capabilities below.
+    assert (seen["write_terminal"], seen["make_device_node"]) == ("refused", "refused")
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="root's capabilities only")
+@pytest.mark.parametrize("role", ["worker", "replayer"])
+def test_a_worker_run_by_root_keeps_none_of_roots_powers_over_other_processes_and_devices(tmp_path: Path,
+                                                                                          role: str) -> None:
+    """Red team 11, grading as root (as Gradescope does): the confined worker pushed a command into the instructor's
+    terminal with TIOCSTI (root may, on any terminal) and made device nodes (CAP_MKNOD). It keeps only the file
+    capabilities and CAP_IPC_LOCK, and so does anything it starts (the bounding set). Checked with and without
+    Landlock: the capabilities are dropped either way."""
+    kept = sum(1 << c for c in sandbox._KEPT_CAPABILITIES)
+    for env in ({}, {"AUTOGRADER_NO_LANDLOCK": "1"}):
+        (tmp_path / str(len(env))).mkdir()
+        seen = _confined(tmp_path / str(len(env)), env, role=role)
+        assert seen["capabilities"] == "capabilities dropped"
+        assert seen["cap_eff"] == kept and seen["cap_bnd"] == kept, seen
+        assert seen["push_terminal_input"] == "refused"
+        assert seen["make_device_node"] == "refused"
+
+
+def test_the_devices_a_worker_may_write_are_named_not_every_device() -> None:
+    """The GPU's files and the null devices; never a terminal, the kernel's log or memory (every character device of
+    /dev was writable until red team 11 typed into the instructor's terminal)."""
+    devices = sandbox.writable_devices()
+    assert "/dev/null" in devices
+    assert not [d for d in devices if d.startswith(("/dev/tty", "/dev/pts", "/dev/console", "/dev/ptmx", "/dev/kmsg",
+                                                    "/dev/mem", "/dev/port", "/dev/input"))]
+    assert all(d in sandbox._WRITABLE_DEVICES or d.startswith(sandbox._WRITABLE_DEVICE_PREFIXES) for d in devices)
 
 
 def test_without_landlock_the_same_child_writes_where_it_likes(tmp_path: Path) -> None:
