@@ -6,8 +6,9 @@ submission is unpacked into its own folder and graded by its own `python -m auto
 turn runs the student's code in a worker process), pinned to one GPU with CUDA_VISIBLE_DEVICES, so nothing one
 student's code does reaches another's grading.
 
-A finished submission leaves OUT/results/<student>.json (Gradescope's schema) and a .meta.json holding a
-fingerprint of the submission's files and of the grader. A second run skips every submission whose
+A finished submission leaves OUT/results/<student>.json (Gradescope's schema) and OUT/records/<student>.json holding
+a fingerprint of the submission's files and of the grader (in a folder of their own: no student's name can make one
+file stand for the other). A second run skips every submission whose
 fingerprint is unchanged, so an interrupted batch resumes where it stopped and a re-upload is regraded.
 At the end OUT/scores.csv holds the points per part and OUT/leaderboard.md ranks the class.
 """
@@ -26,7 +27,7 @@ import tarfile
 import threading
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,10 @@ from autograder.lifecycle import end_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")
+# What one submission may unpack to. A course submission is a few kernels.py and configs.json files; a 2 MB zip of
+# zeros unpacked to 2 GB and, on a full disk, cost the next student their grading (red team 11).
+MAX_UNPACKED_BYTES = 256 << 20
+MAX_UNPACKED_FILES = 10_000
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,6 @@ def discover(folder: Path) -> list[Submission]:
     clashes = sorted({n for n in names if names.count(n) > 1})
     if clashes:
         raise BatchError(f"Two entries give the same student name ({', '.join(clashes)}): keep one of each.")
-    # results/<student>.meta.json is what a finished grading leaves beside results/<student>.json: a student named
-    # "<other>.meta" would write its results over another's record of being done, and be read as theirs.
-    metas = sorted(n for n in names if n.endswith(".meta"))
-    if metas:
-        raise BatchError(f"The entry {metas[0]} ends in .meta, which the batch's own record files use: rename it.")
     return sorted(subs, key=lambda s: s.student)
 
 
@@ -98,6 +98,17 @@ def _refuse_links(src: Path) -> None:
                                      "submit the files themselves")
 
 
+def _within_limits(sizes: Iterable[int], what: str) -> None:
+    """Refuse a submission of more than MAX_UNPACKED_FILES files or MAX_UNPACKED_BYTES bytes, counting as it goes (an
+    archive's sizes are read from its headers, before anything is written)."""
+    total = 0
+    for count, size in enumerate(sizes, start=1):
+        total += size
+        if count > MAX_UNPACKED_FILES or total > MAX_UNPACKED_BYTES:
+            raise BatchError(f"{what} holds more than {MAX_UNPACKED_FILES:,} files or {MAX_UNPACKED_BYTES >> 20} MB: "
+                             "submit the kernels.py files and what they import, not data")
+
+
 def unpack(sub: Submission, dest: Path) -> Path:
     """Copy or extract a submission into `dest` (emptied first) and return the folder to grade."""
     if dest.exists():
@@ -106,14 +117,24 @@ def unpack(sub: Submission, dest: Path) -> Path:
     src = sub.source
     _refuse_links(src)
     if src.is_dir():
+        _within_limits((os.lstat(os.path.join(root, f)).st_size for root, _, files in os.walk(src) for f in files),
+                       src.name)
         shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
     elif src.name.endswith(".zip"):
         with zipfile.ZipFile(src) as zf:
-            _safe_members(zf.namelist(), dest)
+            infos = zf.infolist()
+            _within_limits((i.file_size for i in infos), src.name)  # extraction stops at each member's stated size
+            _safe_members([i.filename for i in infos], dest)
             zf.extractall(dest)
     elif src.name.endswith((".tar", ".tar.gz", ".tgz")):
         with tarfile.open(src) as tf:
-            members = [m for m in tf.getmembers() if m.isfile() or m.isdir()]  # no links, no devices
+            members = []
+            def kept(tf: tarfile.TarFile) -> Iterator[int]:  # read header by header: a bomb is stopped at the limit
+                for m in tf:
+                    if m.isfile() or m.isdir():  # no links, no devices
+                        members.append(m)
+                    yield m.size if m.isfile() else 0
+            _within_limits(kept(tf), src.name)
             _safe_members([m.name for m in members], dest)
             tf.extractall(dest, members=members)
     else:
@@ -161,7 +182,9 @@ class Outcome:
 
 
 def _paths(out: Path, student: str) -> tuple[Path, Path, Path]:
-    return out / "results" / f"{student}.json", out / "results" / f"{student}.meta.json", out / "logs" / f"{student}.txt"
+    """A student's results, record of being done and log, each in a folder of its own kind (a student named
+    "ann.meta" once could write over ann's record, when records lay beside results as <student>.meta.json)."""
+    return out / "results" / f"{student}.json", out / "records" / f"{student}.json", out / "logs" / f"{student}.txt"
 
 
 def is_done(out: Path, sub: Submission, fp: str) -> bool:
@@ -177,13 +200,22 @@ def is_done(out: Path, sub: Submission, fp: str) -> bool:
 def grade_one(sub: Submission, out: Path, slugs: list[str], device: str, gpu: str | None,
               grade_args: list[str], timeout: float) -> Outcome:
     """Unpack and grade one submission in its own process; write its results and fingerprint."""
+    work = out / "work" / sub.student
+    try:
+        return _unpack_and_grade(sub, work, out, slugs, device, gpu, grade_args, timeout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the entry itself is kept; its unpacked copy takes no disk from others
+
+
+def _unpack_and_grade(sub: Submission, work: Path, out: Path, slugs: list[str], device: str, gpu: str | None,
+                      grade_args: list[str], timeout: float) -> Outcome:
     t0 = time.perf_counter()
     result, meta, log = _paths(out, sub.student)
-    for p in (result, log):
+    for p in (result, meta, log):
         p.parent.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(sub, slugs, device)
     try:
-        folder = submission_root(unpack(sub, out / "work" / sub.student), slugs)
+        folder = submission_root(unpack(sub, work), slugs)
     except (BatchError, zipfile.BadZipFile, tarfile.TarError, OSError) as exc:
         return Outcome(sub.student, "failed", time.perf_counter() - t0, message=f"could not unpack: {exc}")
     tmp = result.with_suffix(".json.tmp")

@@ -32,6 +32,9 @@ CLASS = {
     "broken_syntax": ("bad_syntax.py", "folder"),
     "broken_import": ("bad_missing_import.py", "flat"),
     "stub": (None, "folder"),
+    # Named like the record file results/correct_00.meta.json once was (red team 9); refused from 2026-12-07 until
+    # red team 11 showed one such upload stopping the whole class. Records now have a folder of their own.
+    "correct_00.meta": ("correct_minimal.py", "zip"),
 }
 
 
@@ -94,7 +97,9 @@ def test_every_student_of_twenty_is_graded_once(graded_class: tuple) -> None:
     assert len(CLASS) >= 20
     assert sorted(o.student for o in outcomes) == sorted(CLASS)
     assert all(o.status == "graded" for o in outcomes), [o.message for o in outcomes if o.status != "graded"]
-    assert sorted(p.stem for p in (out / "results").glob("*.meta.json")) == sorted(f"{s}.meta" for s in CLASS)
+    assert sorted(p.name[:-5] for p in (out / "records").glob("*.json")) == sorted(CLASS)
+    assert sorted(p.name[:-5] for p in (out / "results").glob("*.json")) == sorted(CLASS)
+    assert not (out / "work").exists() or not list((out / "work").iterdir())  # unpacked copies removed once graded
 
 
 @pytest.mark.slow
@@ -175,22 +180,61 @@ def test_two_entries_for_one_student_are_an_error(tmp_path: Path) -> None:
         discover(tmp_path)
 
 
-@pytest.mark.parametrize("entry", ["ann.meta", "ann.meta.py", "ann.meta.zip"])
-def test_an_entry_named_like_the_batch_record_files_is_an_error(tmp_path: Path, entry: str) -> None:
-    """results/ann.meta.json is ann's record of being done: a student "ann.meta" would write over it."""
-    (tmp_path / "ann").mkdir()
-    if entry.endswith((".py", ".zip")):
-        (tmp_path / entry).write_bytes(b"")
+def test_a_student_named_like_a_record_file_is_a_student_like_any_other(tmp_path: Path) -> None:
+    """Red team 11: refusing a class entry named "ann.meta" (whose results once landed on ann's record file) stopped
+    the whole class's batch before anyone was graded. Results, records and logs now live in folders of their own."""
+    from autograder.batch import _paths
+
+    for entry in ("ann", "ann.meta", "ann.meta.json"):
+        (tmp_path / "in" / entry).mkdir(parents=True)
+    (tmp_path / "in" / "bob.meta.zip").write_bytes(b"")
+    students = [s.student for s in discover(tmp_path / "in")]
+    assert students == ["ann", "ann.meta", "ann.meta.json", "bob.meta"]
+    files = [path for student in students for path in _paths(tmp_path / "out", student)]
+    assert len(set(files)) == len(files)
+
+
+def _bomb(path: Path, size: int) -> None:
+    """An archive of kernels.py and `size` bytes of zeros, a thousand times smaller than what it unpacks to."""
+    if path.name.endswith(".zip"):
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("rmsnorm/kernels.py", "x = 1\n")
+            zf.writestr("rmsnorm/zeros.bin", bytes(size))
     else:
-        (tmp_path / entry).mkdir()
-    with pytest.raises(BatchError, match="ends in .meta"):
-        discover(tmp_path)
-    if entry.endswith((".py", ".zip")):
-        (tmp_path / entry).unlink()
+        with tarfile.open(path, "w:gz") as tf:
+            for name, data in (("rmsnorm/kernels.py", b"x = 1\n"), ("rmsnorm/zeros.bin", bytes(size))):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize("entry", ["aaron.zip", "aaron.tgz", "aaron"])
+def test_a_submission_that_unpacks_past_the_limit_is_refused_before_it_is_written(tmp_path: Path, entry: str,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 11: a 2 MB zip unpacked to 2 GB, and on a full disk the next student "could not unpack". The sizes are
+    read from the archive's headers (a zip's member stops at its stated size) before anything is written."""
+    import autograder.batch as batch
+
+    monkeypatch.setattr(batch, "MAX_UNPACKED_BYTES", 4 << 20)
+    (tmp_path / "in").mkdir()
+    if entry == "aaron":  # a folder: counted on disk before it is copied
+        (tmp_path / "in" / "aaron" / "rmsnorm").mkdir(parents=True)
+        for i in range(12):
+            (tmp_path / "in" / "aaron" / "rmsnorm" / f"part{i}.bin").write_bytes(bytes(1 << 20))
     else:
-        (tmp_path / entry).rmdir()
-    (tmp_path / "bob.metadata").mkdir()  # a name that only starts like one is a name
-    assert [s.student for s in discover(tmp_path)] == ["ann", "bob.metadata"]
+        _bomb(tmp_path / "in" / entry, 64 << 20)
+        assert (tmp_path / "in" / entry).stat().st_size < 1 << 20
+    with pytest.raises(BatchError, match="more than"):
+        unpack(discover(tmp_path / "in")[0], tmp_path / "work")
+    assert sum(f.stat().st_size for f in (tmp_path / "work").rglob("*") if f.is_file()) < 1 << 20
+    small = tmp_path / "in2"
+    small.mkdir()
+    _bomb(small / ("bob" + (entry[5:] or ".zip")), 1 << 20)  # within the limit: unpacked whole
+    folder = unpack(discover(small)[0], tmp_path / "work2")
+    assert (folder / "rmsnorm" / "zeros.bin").stat().st_size == 1 << 20
+    monkeypatch.setattr(batch, "MAX_UNPACKED_FILES", 1)
+    with pytest.raises(BatchError, match="more than 1 files"):
+        unpack(discover(small)[0], tmp_path / "work3")
 
 
 def test_the_slurm_script_runs_one_array_task_per_submission(tmp_path: Path) -> None:
