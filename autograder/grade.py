@@ -688,8 +688,8 @@ def wrong_timed_output(call: int, reps: int, problem: str, verdict: Verdict | No
     if not problem and verdict.wrong_fraction <= PRECISION_LIKE_FRACTION and verdict.max_error <= PRECISION_LIKE_ERROR:
         return head + (
             f" Only {fmt_percent(100 * verdict.wrong_fraction)} of its elements are outside the tolerance, by at"
-            f" most {verdict.max_error:.2g} times it: this is your kernel's precision at the speed case's size (longer sums "
-            "than the correctness cases'), not a missing result. Round less along the way (keep sums and products in "
+            f" most {verdict.max_error:.2g} times it: this is your kernel's precision at the speed case's size"
+            " (longer sums than the correctness cases'), not a missing result. Round less along the way (keep sums and products in "
             "float32, round to the output's dtype once, at the store) and grade again: every grading draws new inputs."
         )
     return head + (

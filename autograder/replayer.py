@@ -496,8 +496,8 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
 
     narrow_code_generator()
     confinement = confine_replayer(source, gpu=device_name == "cuda")
-    print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; {confinement.capabilities}",
-          file=sys.stderr)
+    print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
+          f"{confinement.capabilities}", file=sys.stderr)
     replayer = _Replayer(slug, submission_file, source, device_name)
     if device_name == "cpu":  # every interpreted access in this process outside a bounded launch is refused
         from autograder.replay import install_bounds_checks

@@ -14,8 +14,8 @@ So a worker gets directories of its own before the submission is imported (`conf
 - a temporary directory of its own (Triton's compilers write there);
 - and, where the kernel has Landlock (Linux 5.13 or later, enabled), a Landlock domain that allows writes only
   beneath those directories (no device nodes made there) and to the devices named in _WRITABLE_DEVICES (the null
-  and random devices, the GPU's device files; no terminal), with /dev/shm too on a GPU. The kernel enforces it on the worker, on native
-  code it loads and on every process it starts, none of which the Python-level guards of autograder/integrity.py
+  and random devices, the GPU's device files; no terminal), with /dev/shm too on a GPU. The kernel enforces it on
+  the worker, on native code it loads and on every process it starts, none of which the Python-level guards of autograder/integrity.py
   can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says what they miss).
 
 Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are. A worker run by root
@@ -134,8 +134,8 @@ def landlock_abi() -> int:
 def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
     `writable` (directories that exist), never device nodes, and to write to the files `devices` (character devices:
-    /dev/null, the GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its own domain
-    (a red team's worker killed another student's worker and replayer in a class's concurrent grading through
+    /dev/null, the GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its
+    own domain (a red team's worker killed another student's worker and replayer in a class's concurrent grading through
     pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N", or why it was not applied."""
     abi = landlock_abi()
     if abi < 1:
@@ -150,7 +150,8 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
         return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())})"
     try:
         beneath = handled & ~_MAKE_DEVICES
-        rules = [(os.path.realpath(p), beneath, os.O_DIRECTORY) for p in writable] + [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
+        rules = [(os.path.realpath(p), beneath, os.O_DIRECTORY) for p in writable]
+        rules += [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
         for path, rights, flags in rules:
             device = rights == on_a_file
             try:

@@ -653,8 +653,8 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
         triton.runtime.driver.active.utils  # noqa: B018
     sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
     confinement = confine_worker(submission_file, gpu=session.device.type == "cuda")
-    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; {confinement.capabilities}",
-          file=sys.stderr)
+    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
+          f"{confinement.capabilities}", file=sys.stderr)
     session.arm()
     module: ModuleType | None = None
     try:

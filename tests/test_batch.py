@@ -209,8 +209,8 @@ def _bomb(path: Path, size: int) -> None:
 
 
 @pytest.mark.parametrize("entry", ["aaron.zip", "aaron.tgz", "aaron"])
-def test_a_submission_that_unpacks_past_the_limit_is_refused_before_it_is_written(tmp_path: Path, entry: str,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_submission_that_unpacks_past_the_limit_is_refused_before_it_is_written(
+        tmp_path: Path, entry: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Red team 11: a 2 MB zip unpacked to 2 GB, and on a full disk the next student "could not unpack". The sizes are
     read from the archive's headers (a zip's member stops at its stated size) before anything is written."""
     import autograder.batch as batch

@@ -288,7 +288,8 @@ def test_a_reply_that_would_take_more_memory_than_its_bytes_is_refused() -> None
     deflated = io.BytesIO()  # the same members, deflated: 8 MB of zeros in a few kilobytes
     big = io.BytesIO()
     torch.save({"id": "a", "outputs": {"y": torch.zeros(2 << 20)}}, big)
-    with zipfile.ZipFile(io.BytesIO(big.getvalue())) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as dst:
+    src_zip = zipfile.ZipFile(io.BytesIO(big.getvalue()))
+    with src_zip as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as dst:
         for member in src.infolist():
             dst.writestr(member.filename, src.read(member))
     assert len(deflated.getvalue()) < 100_000
