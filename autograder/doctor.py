@@ -87,6 +87,9 @@ def run_doctor(requested_device: str = "auto", smoke_timeout: float = 180.0) -> 
         d.add(True, f"Workers' and replayers' writes: confined to their own directories by the kernel (Landlock ABI {abi})")
     else:
         d.add(True, "Workers' and replayers' writes: checked in Python only (this kernel has no Landlock; docs/integrity.md)")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        d.add(True, "Grading as root: workers and replayers keep only root's powers over files (autograder/sandbox.py, "
+              "drop_capabilities); a user of its own is safer still (docs/integrity.md)")
     env = dict(os.environ)
     if d.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
