@@ -341,6 +341,7 @@ def run_batch(folder: Path, out: Path, slugs: list[str], device: str, jobs: int 
     say(f"{len(subs)} submissions, {len(outcomes)} already graded, {len(todo)} to grade on "
         f"{len(slots)} slot(s){' (GPUs ' + ', '.join(gpus) + ')' if gpus else ''}.")
 
+    out.mkdir(parents=True, exist_ok=True)  # the scores are written whatever became of each grading
     free = list(slots)
     lock = threading.Lock()
     t_start = time.perf_counter()
@@ -350,6 +351,11 @@ def run_batch(folder: Path, out: Path, slugs: list[str], device: str, jobs: int 
             slot = free.pop()
         try:
             outcome = grade_one(sub, out, slugs, device, slot, grade_args or [], timeout)
+        except Exception as exc:  # noqa: BLE001  (one student's failure, whatever it is, is theirs alone)
+            # Red team 12 took the execute bits off the grader's interpreter: starting the next student's grading raised,
+            # and the batch ended with no scores for anyone. Whatever the class's folders or the machine do to one
+            # grading, the others are graded and the scores written.
+            outcome = Outcome(sub.student, "failed", 0.0, message=f"could not be graded: {type(exc).__name__}: {exc}")
         finally:
             with lock:
                 free.append(slot)

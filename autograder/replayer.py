@@ -469,7 +469,6 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
         os.setsid()
     except OSError:
         pass
-    watch_lifeline(lifeline)
     refuse_ptrace()  # no worker (same user) may read or write this process's memory
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     sys.stdout.flush()
@@ -482,11 +481,6 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
 
     from autograder.integrity import limit_host_memory
 
-    if device_name == "cuda":
-        index = torch.cuda.current_device()
-        torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
-        torch.empty(1, device="cuda")  # CUDA's context first: the host cap counts from what it holds
-    limit_host_memory(HOST_MEMORY_BUDGET, gpu=device_name == "cuda")
     if device_name == "cuda":  # Triton's driver utilities, from the trusted cache, before the replayer has its own
         import triton.runtime.driver
 
@@ -495,9 +489,16 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
     from autograder.kernel_source import narrow_code_generator
 
     narrow_code_generator()
+    # Confined while it is the only thread, as the worker is: the lifeline's watcher and CUDA's threads come after.
     confinement = confine_replayer(source, gpu=device_name == "cuda")
     print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}", file=sys.stderr)
+          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+    watch_lifeline(lifeline)
+    if device_name == "cuda":
+        index = torch.cuda.current_device()
+        torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
+        torch.empty(1, device="cuda")  # CUDA's context first: the host cap counts from what it holds
+    limit_host_memory(HOST_MEMORY_BUDGET, gpu=device_name == "cuda")
     replayer = _Replayer(slug, submission_file, source, device_name)
     if device_name == "cpu":  # every interpreted access in this process outside a bounded launch is refused
         from autograder.replay import install_bounds_checks

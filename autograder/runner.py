@@ -81,9 +81,10 @@ class Zygote:
     def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = worker_environment(dict(os.environ))
-        # NumPy's OpenBLAS starts a thread pool when imported; a process that forks must hold no other thread.
-        # The children's BLAS (the interpreter's tl.dot) then runs on one thread, next to the other child.
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        # NumPy's OpenBLAS starts a thread pool when imported; a process that forks must hold no other thread, and a
+        # child is confined only while it is its only thread (sandbox.confine). The children's BLAS (the
+        # interpreter's tl.dot) then runs on one thread, next to the other child.
+        env["OPENBLAS_NUM_THREADS"] = "1"
         if self.interpret:
             env["TRITON_INTERPRET"] = "1"  # fixed before the zygote imports triton
         else:
@@ -235,18 +236,21 @@ class Child:
                 os.close(status_w)
         if not self.pid:
             ctx = mp.get_context("spawn")
+            # In the environment before the child imports triton and NumPy: the interpreter's switch, and one BLAS
+            # thread (NumPy's pool starts at import, and a child is confined only while it is its only thread).
+            child_env = {"OPENBLAS_NUM_THREADS": "1", **({"TRITON_INTERPRET": "1"} if interpret else {})}
             with _SPAWN_LOCK:  # gradings on other threads must not see (or undo) this change of the environment
-                env_before = os.environ.get("TRITON_INTERPRET")
-                if interpret:
-                    os.environ["TRITON_INTERPRET"] = "1"  # must be in the environment before the child imports triton
+                env_before = {name: os.environ.get(name) for name in child_env}
+                os.environ.update(child_env)
                 try:
                     self._process = ctx.Process(target=_spawned_main, args=(target, child, life_r, *args), daemon=True)
                     self._process.start()
                 finally:
-                    if env_before is None:
-                        os.environ.pop("TRITON_INTERPRET", None)
-                    else:
-                        os.environ["TRITON_INTERPRET"] = env_before
+                    for name, value in env_before.items():
+                        if value is None:
+                            os.environ.pop(name, None)
+                        else:
+                            os.environ[name] = value
             self.pid = self._process.pid
         child.close()  # the child holds its ends now: the grader keeps only its own
         life_r.close()

@@ -77,6 +77,34 @@ _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
 
 
+# Changing a file's metadata: its mode, owner, times and extended attributes. Landlock does not judge these, and a
+# worker run by root owns every file root owns: red team 12 took the execute bits off the grader's interpreter, so the
+# class's next grading could not start, and made a copy of `find` setuid root. A seccomp filter answers them EPERM,
+# with io_uring (which can set attributes too); and every system call of another architecture's table (x32, i386,
+# 32-bit ARM), which a filter on numbers would not see. Numbers from arch/x86/entry/syscalls/syscall_64.tbl and
+# include/uapi/asm-generic/unistd.h.
+_METADATA_SYSCALLS = {
+    # AUDIT_ARCH_X86_64: chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr lremovexattr
+    # fremovexattr utimes fchownat futimesat fchmodat utimensat io_uring_setup fchmodat2 setxattrat removexattrat
+    0xC000003E: (90, 91, 92, 93, 94, 132, 188, 189, 190, 197, 198, 199, 235, 260, 261, 268, 280, 425, 452, 463, 466),
+    # AUDIT_ARCH_AARCH64: setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr fchmod fchmodat fchownat
+    # fchown utimensat io_uring_setup fchmodat2 setxattrat removexattrat
+    0xC00000B7: (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 425, 452, 463, 466),
+}
+_X32_SYSCALL_BIT = 0x40000000
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO, _EPERM = 0x7FFF0000, 0x00050000, 1
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
@@ -107,6 +135,7 @@ class Confinement:
     temp: str
     enforced: str  # "Landlock ABI N", or why the kernel does not enforce it
     capabilities: str = ""  # what drop_capabilities did: "capabilities dropped", "no capabilities to drop", or why not
+    metadata: str = ""  # what refuse_metadata_changes did: "file metadata changes refused", or why not
 
 
 def _syscall() -> ctypes._CFuncPtr | None:
@@ -223,6 +252,39 @@ def drop_capabilities() -> str:
     return "capabilities dropped"
 
 
+def _native_arch() -> int | None:
+    import platform
+
+    return {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(platform.machine())
+
+
+def refuse_metadata_changes() -> str:
+    """Answer EPERM to every change of a file's mode, owner, times or extended attributes, from this thread and every
+    process it starts, for good (a seccomp filter: it needs no_new_privs, set here). Returns what was done, or why not."""
+    arch = _native_arch()
+    if not sys.platform.startswith("linux") or arch is None:
+        return "no metadata filter on this system"
+    numbers = _METADATA_SYSCALLS[arch]
+    deny = len(numbers) + 6  # the index of the EPERM return, last below
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_BPF_JEQ_K, 1, 0, arch),  # another table (i386, x32's own arch value, arm32): refused outright
+        (0x05, 0, 0, deny - 3),  # BPF_JA to the refusal
+        (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        (_BPF_JGE_K, deny - 5, 0, _X32_SYSCALL_BIT),  # x32's numbers on x86_64
+    ]
+    program += [(_BPF_JEQ_K, deny - (5 + i) - 1, 0, nr) for i, nr in enumerate(numbers)]
+    program += [(_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW), (_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _EPERM)]
+    filters = (_SockFilter * len(program))(*(_SockFilter(*op) for op in program))
+    prog = _SockFprog(len(program), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        return f"no metadata filter: seccomp refused it ({os.strerror(ctypes.get_errno())})"
+    return "file metadata changes refused"
+
+
 def submission_key(submission_file: str) -> str:
     with open(submission_file, "rb") as f:
         return source_key(f.read())
@@ -243,8 +305,9 @@ def own_root(key: str, role: str = "worker") -> str:
 def confine_worker(submission_file: str, gpu: bool = False) -> Confinement:
     """Give this worker its own Triton directories and temporary directory, then let it write nowhere else.
 
-    Call it before the submission is imported and after everything the worker needs from elsewhere is open: the
-    CUDA context, Triton's driver utilities, the log, the grader's pipes (open files stay usable)."""
+    Call it while the worker is its only thread (`confine` refuses otherwise), before the submission is imported and
+    after what it needs from elsewhere is open: Triton's driver utilities, the log, the grader's pipes (open files
+    stay usable). CUDA's context comes after, its threads confined with the rest."""
     return confine(submission_key(submission_file), "worker", gpu)
 
 
@@ -256,8 +319,23 @@ def confine_replayer(source: str, gpu: bool = False) -> Confinement:
     return confine(source_key(source), "replayer", gpu)
 
 
+def thread_count() -> int:
+    """The threads of this process (Linux; 1 where /proc cannot tell)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
 def confine(key: str, role: str, gpu: bool = False) -> Confinement:
+    """Raises RuntimeError when the process has a thread besides the caller: Landlock, the capabilities and
+    no_new_privs bind only the thread that sets them and the threads it starts later, so a thread started before would
+    run unconfined, and a submission can make any Python thread run its code (red team 12 took over the worker's
+    lifeline watcher, started before the confinement, and from it wrote into the grader's code)."""
     from triton import knobs
+
+    if (threads := thread_count()) > 1:
+        raise RuntimeError(f"the {role} was about to be confined with {threads} threads running: confine it first")
 
     root = own_root(key, role)
     dirs = {name: os.path.join(root, name) for name in ("cache", "dump", "override", "tmp", "inductor")}
@@ -275,4 +353,5 @@ def confine(key: str, role: str, gpu: bool = False) -> Confinement:
         # nothing trusted loads from there. Elsewhere in /dev nothing may be created, on either tier.
         shared = ["/dev/shm"] if gpu and os.path.isdir("/dev/shm") else []
         enforced = restrict_writes([root, *shared], writable_devices())
-    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced, capabilities=drop_capabilities())
+    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced, capabilities=drop_capabilities(),
+                       metadata=refuse_metadata_changes())

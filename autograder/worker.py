@@ -634,11 +634,21 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
         os.setsid()  # its own process group: the grader ends everything this process starts
     except OSError:
         pass
-    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     _redirect_output(log_path)
     if device_name == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     os.environ["TORCHDYNAMO_DISABLE"] = os.environ["TORCH_COMPILE_DISABLE"] = "1"  # and config.disable, below
+    if device_name == "cuda":  # Triton's driver utilities, from the trusted cache, before the worker has its own
+        import triton.runtime.driver
+
+        triton.runtime.driver.active.utils  # noqa: B018
+    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
+    # Confined while it is the only thread: every thread started from here on (the lifeline's watcher, CUDA's,
+    # PyTorch's) is confined with it. A thread started before would not be (red team 12).
+    confinement = confine_worker(submission, gpu=device_name == "cuda")
+    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
+          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     session = _Session(conn, slug, submission, device_name)
     session.limit_memory()
     spec, torch = session.spec, session.torch
@@ -647,14 +657,6 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     sys.path.insert(0, str(Path(submission_file).parent))
     from course.loader import load_module
 
-    if session.device.type == "cuda":  # Triton's driver utilities, from the trusted cache, before the worker has its own
-        import triton.runtime.driver
-
-        triton.runtime.driver.active.utils  # noqa: B018
-    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
-    confinement = confine_worker(submission_file, gpu=session.device.type == "cuda")
-    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}", file=sys.stderr)
     session.arm()
     module: ModuleType | None = None
     try:

@@ -244,3 +244,27 @@ def test_the_slurm_script_runs_one_array_task_per_submission(tmp_path: Path) -> 
     assert '--only-index "$SLURM_ARRAY_TASK_ID"' in script
     assert "--grade-arg=--reps=100" in script
     assert "--merge" in script
+
+
+def test_a_grading_that_cannot_start_fails_that_student_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 12: once the grader's interpreter had lost its execute bits, starting the next grading raised, and the
+    batch ended with no scores for anyone. A grading that fails to start is that student's failure."""
+    import autograder.batch as batch
+
+    for student in ("ann", "bob"):
+        (tmp_path / "in" / student / "rmsnorm").mkdir(parents=True)
+        (tmp_path / "in" / student / "rmsnorm" / "kernels.py").write_text("x = 1\n")
+    real = batch.grade_one
+
+    def grade_one(sub: batch.Submission, *args: object) -> batch.Outcome:
+        if sub.student == "ann":
+            raise PermissionError(13, "Permission denied", "/venv/bin/python")
+        return batch.Outcome(sub.student, "graded", 1.0, score=7.0)
+
+    monkeypatch.setattr(batch, "grade_one", grade_one)
+    outcomes = {o.student: o for o in run_batch(tmp_path / "in", tmp_path / "out", ["rmsnorm"], "cpu", jobs=1,
+                                                say=lambda s: None)}
+    assert real is not grade_one
+    assert outcomes["ann"].status == "failed" and "PermissionError" in outcomes["ann"].message
+    assert outcomes["bob"].status == "graded"
+    assert (tmp_path / "out" / "scores.csv").exists()

@@ -30,10 +30,11 @@ quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}  # the test
 outsider = subprocess.Popen(sleeper, **quiet)  # started before the confinement: another student's worker, say
 terminal_in, terminal = os.openpty()  # the instructor's terminal, not this process's own
 terminal_path = os.ttyname(terminal)
+victim = tempfile.mkstemp(prefix="autograder-sandbox-victim-")[1]  # a file of the grader's user, made before
 c = confine_worker(submission) if role == "worker" else confine_replayer(open(submission).read())
 status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
 seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir(), "outsider": outsider.pid,
-        "capabilities": c.capabilities, "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16)}
+        "capabilities": c.capabilities, "metadata": c.metadata, "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16)}
 
 def attempt(name, fn):
     try:
@@ -65,6 +66,11 @@ def push_input():
         os.close(fd)
 attempt("push_terminal_input", push_input)
 attempt("make_device_node", lambda: os.mknod(os.path.join(c.temp, "node"), stat.S_IFCHR | 0o600, os.makedev(1, 3)))
+# Red team 12: Landlock does not judge a file's mode, owner or times; the interpreter lost its execute bits
+attempt("chmod_outside", lambda: os.chmod(victim, 0o4755))
+attempt("utime_outside", lambda: os.utime(victim, (0, 0)))
+attempt("chmod_inside", lambda: (write(os.path.join(c.temp, "own.sh")), os.chmod(os.path.join(c.temp, "own.sh"), 0o755)))
+seen["victim_mode"] = oct(os.stat(victim).st_mode & 0o7777)
 exe = os.fsencode(sys.executable)
 code = ("open(%r, 'w').write('x')" % os.path.join(outside, "from_a_child.py")).encode()
 pid = mp_util.spawnv_passfds(exe, [exe, b"-c", code], ())
@@ -86,7 +92,7 @@ def _confined(tmp_path: Path, env: dict[str, str] | None = None, role: str = "wo
     outside = tmp_path / "outside"
     outside.mkdir()
     environ = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "trusted" / "cache"), "PYTHONPATH": str(REPO_ROOT),
-               **(env or {})}  # fmt: skip
+               "OPENBLAS_NUM_THREADS": "1", **(env or {})}  # fmt: skip  (one thread, as the grader starts children)
     done = subprocess.run([sys.executable, "-c", _CHILD, str(submission), str(outside), role], env=environ, capture_output=True,
                           text=True, timeout=120, cwd=REPO_ROOT)  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -137,6 +143,9 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     # Red team 11: no terminal is a device the worker may write, and no device node may be made beneath its directories
     # (as root, a node for the disk is the disk); pushing input into a terminal is refused by the capabilities below.
     assert (seen["write_terminal"], seen["make_device_node"]) == ("refused", "refused")
+    # Red team 12: no mode, owner or time of any file changes, its own or not (a seccomp filter; Landlock has no say)
+    assert (seen["chmod_outside"], seen["utime_outside"], seen["chmod_inside"]) == ("refused",) * 3
+    assert seen["victim_mode"] == "0o600" and seen["metadata"] == "file metadata changes refused"
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
 
 
@@ -243,3 +252,49 @@ def test_a_worker_gets_none_of_the_graders_credentials(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)  # fmt: skip
     report = (tmp_path / "grade.json").read_text() if (tmp_path / "grade.json").exists() else ""
     assert "the worker saw [] of the grader's environment" in report, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+# A submission that reports, at import, how every thread of its worker is confined, through the import error's text.
+_THREAD_PROBE = r'''
+import json, os
+seen = {}
+for tid in os.listdir("/proc/self/task"):
+    status = dict(l.split(":\t", 1) for l in open(f"/proc/self/task/{tid}/status").read().splitlines() if ":\t" in l)
+    seen[tid] = [status["Name"].strip(), status["NoNewPrivs"].strip(), int(status["CapEff"], 16)]
+raise RuntimeError("THREADS" + json.dumps(seen) + "THREADS")
+'''
+
+
+@pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel has no Landlock")
+def test_every_thread_of_a_worker_is_confined(tmp_path: Path) -> None:
+    """Landlock, the capabilities and no_new_privs bind the thread that sets them and the threads it starts after.
+    The worker's lifeline watcher was started before the confinement; red team 12 made it run the submission's code
+    (its connection's recv_bytes replaced) and from it wrote into the grader's own files, then got the course's
+    solution graded as the submission's: a stub to full marks. The worker is now confined while it is its only
+    thread, and every thread it has when the submission is imported shows it."""
+    from autograder.grade import Selection, grade_assignment
+
+    probe = tmp_path / "kernels.py"
+    probe.write_text(_THREAD_PROBE)
+    result = grade_assignment("rmsnorm", probe, "cpu", seed=0, timeout=60, selection=Selection(max_cases=1))
+    message = result.cases[0].message
+    threads = json.loads(message.split("THREADS")[-2])  # the message quotes the raising line first
+    assert len(threads) >= 2, threads  # the submission's thread and the lifeline's watcher at least
+    kept = sum(1 << c for c in sandbox._KEPT_CAPABILITIES)
+    for name, no_new_privs, cap_eff in threads.values():
+        assert no_new_privs == "1", threads
+        assert cap_eff & ~kept == 0, threads
+
+
+def test_a_process_with_another_thread_is_not_confined(tmp_path: Path) -> None:
+    """Confining one thread of several would leave the others free: `confine` refuses."""
+    code = ("import sys, threading, time\nfrom autograder.sandbox import confine_worker\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "try:\n    confine_worker(sys.argv[1])\nexcept RuntimeError as exc:\n    print('refused:', exc)\n")
+    submission = tmp_path / "kernels.py"
+    submission.write_text("# a submission\n")
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT),
+           "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code, str(submission)], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=REPO_ROOT)
+    assert "refused: the worker was about to be confined with 2 threads running" in done.stdout, done.stderr
