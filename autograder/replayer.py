@@ -481,15 +481,12 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
 
     from autograder.integrity import limit_host_memory
 
-    if device_name == "cuda":  # Triton's driver utilities, from the trusted cache, before the replayer has its own
-        import triton.runtime.driver
-
-        triton.runtime.driver.active.utils  # noqa: B018
     sys.dont_write_bytecode = True
     from autograder.kernel_source import narrow_code_generator
 
     narrow_code_generator()
-    # Confined while it is the only thread, as the worker is: the lifeline's watcher and CUDA's threads come after.
+    # Confined while it is the only thread, as the worker is: the lifeline's watcher and CUDA's threads come after,
+    # and Triton's driver utilities (whose loading starts CUDA's threads) from the replayer's own cache.
     confinement = confine_replayer(source, gpu=device_name == "cuda")
     print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
           f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)

@@ -306,8 +306,8 @@ def confine_worker(submission_file: str, gpu: bool = False) -> Confinement:
     """Give this worker its own Triton directories and temporary directory, then let it write nowhere else.
 
     Call it while the worker is its only thread (`confine` refuses otherwise), before the submission is imported and
-    after what it needs from elsewhere is open: Triton's driver utilities, the log, the grader's pipes (open files
-    stay usable). CUDA's context comes after, its threads confined with the rest."""
+    after what it needs from elsewhere is open: the log, the grader's pipes (open files stay usable). CUDA's context
+    and Triton's driver utilities come after, CUDA's threads confined with the rest."""
     return confine(submission_key(submission_file), "worker", gpu)
 
 

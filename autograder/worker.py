@@ -638,13 +638,10 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     if device_name == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     os.environ["TORCHDYNAMO_DISABLE"] = os.environ["TORCH_COMPILE_DISABLE"] = "1"  # and config.disable, below
-    if device_name == "cuda":  # Triton's driver utilities, from the trusted cache, before the worker has its own
-        import triton.runtime.driver
-
-        triton.runtime.driver.active.utils  # noqa: B018
     sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
     # Confined while it is the only thread: every thread started from here on (the lifeline's watcher, CUDA's,
-    # PyTorch's) is confined with it. A thread started before would not be (red team 12).
+    # PyTorch's) is confined with it. A thread started before would not be (red team 12). So Triton's driver
+    # utilities, whose loading starts CUDA's threads on a GPU, come after, from the worker's own cache.
     confinement = confine_worker(submission, gpu=device_name == "cuda")
     print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
           f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
