@@ -481,21 +481,23 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
 
     from autograder.integrity import limit_host_memory
 
-    sys.dont_write_bytecode = True
-    from autograder.kernel_source import narrow_code_generator
-
-    narrow_code_generator()
-    # Confined while it is the only thread, as the worker is: the lifeline's watcher and CUDA's threads come after,
-    # and Triton's driver utilities (whose loading starts CUDA's threads) from the replayer's own cache.
-    confinement = confine_replayer(source, gpu=device_name == "cuda")
-    print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
-    watch_lifeline(lifeline)
     if device_name == "cuda":
         index = torch.cuda.current_device()
         torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
         torch.empty(1, device="cuda")  # CUDA's context first: the host cap counts from what it holds
     limit_host_memory(HOST_MEMORY_BUDGET, gpu=device_name == "cuda")
+    if device_name == "cuda":  # Triton's driver utilities, from the trusted cache, before the replayer has its own
+        import triton.runtime.driver
+
+        triton.runtime.driver.active.utils  # noqa: B018
+    sys.dont_write_bytecode = True
+    from autograder.kernel_source import narrow_code_generator
+
+    narrow_code_generator()
+    confinement = confine_replayer(source, gpu=device_name == "cuda")
+    print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
+          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+    watch_lifeline(lifeline)  # after the confinement, as the worker's (red team 12)
     replayer = _Replayer(slug, submission_file, source, device_name)
     if device_name == "cpu":  # every interpreted access in this process outside a bounded launch is refused
         from autograder.replay import install_bounds_checks

@@ -305,9 +305,9 @@ def own_root(key: str, role: str = "worker") -> str:
 def confine_worker(submission_file: str, gpu: bool = False) -> Confinement:
     """Give this worker its own Triton directories and temporary directory, then let it write nowhere else.
 
-    Call it while the worker is its only thread (`confine` refuses otherwise), before the submission is imported and
-    after what it needs from elsewhere is open: the log, the grader's pipes (open files stay usable). CUDA's context
-    and Triton's driver utilities come after, CUDA's threads confined with the rest."""
+    Call it while the worker is its only Python thread (and on the CPU tier its only thread: `confine` refuses
+    otherwise), before the submission is imported and after everything it needs from elsewhere is open: the CUDA
+    context, Triton's driver utilities, the log, the grader's pipes (open files stay usable)."""
     return confine(submission_key(submission_file), "worker", gpu)
 
 
@@ -328,13 +328,18 @@ def thread_count() -> int:
 
 
 def confine(key: str, role: str, gpu: bool = False) -> Confinement:
-    """Raises RuntimeError when the process has a thread besides the caller: Landlock, the capabilities and
-    no_new_privs bind only the thread that sets them and the threads it starts later, so a thread started before would
-    run unconfined, and a submission can make any Python thread run its code (red team 12 took over the worker's
-    lifeline watcher, started before the confinement, and from it wrote into the grader's code)."""
+    """Raises RuntimeError when the process has another Python thread, or on the CPU tier any other thread: Landlock,
+    the capabilities and no_new_privs bind only the thread that sets them and the threads it starts later, so a thread
+    started before would run unconfined, and a submission can make any Python thread run its code (red team 12 took
+    over the worker's lifeline watcher, started before the confinement, and from it wrote into the grader's code). On
+    a GPU, CUDA's context, and its native threads, come first: CUDA does not start under Landlock (Error 304 on an
+    H100, `results/provenance/cuda_under_confinement.py`)."""
+    import threading
+
     from triton import knobs
 
-    if (threads := thread_count()) > 1:
+    threads = thread_count()
+    if threading.active_count() > 1 or (threads > 1 and not gpu):
         raise RuntimeError(f"the {role} was about to be confined with {threads} threads running: confine it first")
 
     root = own_root(key, role)

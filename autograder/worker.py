@@ -638,14 +638,6 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     if device_name == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     os.environ["TORCHDYNAMO_DISABLE"] = os.environ["TORCH_COMPILE_DISABLE"] = "1"  # and config.disable, below
-    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
-    # Confined while it is the only thread: every thread started from here on (the lifeline's watcher, CUDA's,
-    # PyTorch's) is confined with it. A thread started before would not be (red team 12). So Triton's driver
-    # utilities, whose loading starts CUDA's threads on a GPU, come after, from the worker's own cache.
-    confinement = confine_worker(submission, gpu=device_name == "cuda")
-    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
-    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     session = _Session(conn, slug, submission, device_name)
     session.limit_memory()
     spec, torch = session.spec, session.torch
@@ -654,6 +646,18 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     sys.path.insert(0, str(Path(submission_file).parent))
     from course.loader import load_module
 
+    if session.device.type == "cuda":  # Triton's driver utilities, from the trusted cache, before the worker has its own
+        import triton.runtime.driver
+
+        triton.runtime.driver.active.utils  # noqa: B018
+    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
+    confinement = confine_worker(submission_file, gpu=session.device.type == "cuda")
+    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
+          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+    # The lifeline's watcher after the confinement, which binds only the threads started after it: started before,
+    # the submission made it run its code unconfined (red team 12). CUDA's own threads, which a GPU's context needs
+    # before Landlock applies, are native code (docs/integrity.md, "What remains possible").
+    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     session.arm()
     module: ModuleType | None = None
     try:
