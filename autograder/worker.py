@@ -638,26 +638,35 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     if device_name == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     os.environ["TORCHDYNAMO_DISABLE"] = os.environ["TORCH_COMPILE_DISABLE"] = "1"  # and config.disable, below
-    session = _Session(conn, slug, submission, device_name)
-    session.limit_memory()
+    gpu = device_name == "cuda"
+    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
+    if gpu:
+        # CUDA's context and Triton's driver utilities (from the trusted cache, before the worker has its own) come
+        # before the confinement: CUDA does not start under Landlock. Its threads, native code, stay unconfined
+        # (docs/integrity.md, "What remains possible").
+        import triton.runtime.driver
+
+        triton.runtime.driver.active.utils  # noqa: B018
+        session = _Session(conn, slug, submission, device_name)
+        session.limit_memory()
+        confinement = confine_worker(submission, gpu=True)
+    else:
+        # On the CPU tier the worker is confined while it is its only thread: the rehearsal's first PyTorch ops start
+        # its thread pool, which is then confined with it.
+        confinement = confine_worker(submission)
+        session = _Session(conn, slug, submission, device_name)
+        session.limit_memory()
+    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
+          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+    # The lifeline's watcher after the confinement, which binds only the threads started after it: started before,
+    # the submission made it run its code unconfined (red team 12).
+    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     spec, torch = session.spec, session.torch
     submission_file = session.submission_file
 
     sys.path.insert(0, str(Path(submission_file).parent))
     from course.loader import load_module
 
-    if session.device.type == "cuda":  # Triton's driver utilities, from the trusted cache, before the worker has its own
-        import triton.runtime.driver
-
-        triton.runtime.driver.active.utils  # noqa: B018
-    sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
-    confinement = confine_worker(submission_file, gpu=session.device.type == "cuda")
-    print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
-    # The lifeline's watcher after the confinement, which binds only the threads started after it: started before,
-    # the submission made it run its code unconfined (red team 12). CUDA's own threads, which a GPU's context needs
-    # before Landlock applies, are native code (docs/integrity.md, "What remains possible").
-    watch_lifeline(lifeline)  # and the group ends as soon as the grader does
     session.arm()
     module: ModuleType | None = None
     try:
