@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.lifecycle import end_tree
+from autograder.printable import printable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz")
@@ -291,7 +292,7 @@ def write_scores(out: Path, students: list[str]) -> tuple[Path, Path]:
     lines = ["| rank | student | total | speed-up (geomean) |", "|---:|---|---:|---:|"]
     for i, r in enumerate(ranked, 1):
         sp = f"{r['speedup_geomean']:.2f}x" if r["speedup_geomean"] else "-"
-        lines.append(f"| {i} | {r['student']} | {r['total']:.1f} | {sp} |")
+        lines.append(f"| {i} | {printable(r['student'])} | {r['total']:.1f} | {sp} |")
     board_path.write_text("\n".join(lines) + "\n")
     return csv_path, board_path
 
@@ -364,7 +365,8 @@ def run_batch(folder: Path, out: Path, slugs: list[str], device: str, jobs: int 
             done = sum(o.status != "skipped" for o in outcomes)
             eta = (time.perf_counter() - t_start) / done * (len(todo) - done)
             detail = f"{outcome.score:.1f} points" if outcome.status == "graded" else outcome.message
-            say(f"[{done}/{len(todo)}] {sub.student}: {detail} ({outcome.seconds:.0f} s; about {eta:.0f} s left)")
+            say(printable(f"[{done}/{len(todo)}] {sub.student}: {detail} ({outcome.seconds:.0f} s; about {eta:.0f} s "
+                          "left)"))  # a student's name and an archive's member names are theirs to choose
         return outcome
 
     with ThreadPoolExecutor(max_workers=len(slots)) as pool:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from autograder.grade import AssignmentResult
 from autograder.hints import describe
+from autograder.printable import printable
 
 STYLE = {
     "passed": ("PASS", "green"),
@@ -33,7 +34,9 @@ MESSAGE_LINES, MESSAGE_CHARS = 60, 6000
 
 
 def clip(message: str) -> str:
-    """`message`, cut to MESSAGE_LINES lines and MESSAGE_CHARS characters, saying how much was left out."""
+    """`message` as it may be shown: control characters written out (`\x1b`), cut to MESSAGE_LINES lines and
+    MESSAGE_CHARS characters, saying how much was left out."""
+    message = printable(message)
     if len(message) <= MESSAGE_CHARS and message.count("\n") < MESSAGE_LINES:
         return message
     kept = "\n".join(message[:MESSAGE_CHARS].split("\n")[:MESSAGE_LINES])

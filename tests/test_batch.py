@@ -268,3 +268,19 @@ def test_a_grading_that_cannot_start_fails_that_student_alone(tmp_path: Path, mo
     assert outcomes["ann"].status == "failed" and "PermissionError" in outcomes["ann"].message
     assert outcomes["bob"].status == "graded"
     assert (tmp_path / "out" / "scores.csv").exists()
+
+
+def test_a_students_name_cannot_rewrite_the_batchs_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class entry is named by its student: `\\x1b[1A\\x1b[2K` in a name would move up and erase the batch's lines
+    on the instructor's terminal. Names are shown with control characters written out, in the log and the board."""
+    import autograder.batch as batch
+
+    name = "eve\x1b[1A\x1b[2K\u202e"
+    (tmp_path / "in" / name / "rmsnorm").mkdir(parents=True)
+    (tmp_path / "in" / name / "rmsnorm" / "kernels.py").write_text("x = 1\n")
+    monkeypatch.setattr(batch, "grade_one", lambda sub, *args: batch.Outcome(sub.student, "failed", 0.0, message="x"))
+    said: list[str] = []
+    run_batch(tmp_path / "in", tmp_path / "out", ["rmsnorm"], "cpu", jobs=1, say=said.append)
+    shown = "\n".join(said) + (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert "eve\\x1b[1A\\x1b[2K\\u202e" in shown

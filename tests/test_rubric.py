@@ -190,6 +190,26 @@ def test_a_repeated_message_points_to_the_row_that_said_it() -> None:
     assert "(as for rmsnorm.forward (2x3x11))" in rows[3], rows[3]
 
 
+def test_a_message_cannot_move_the_cursor_or_rewrite_the_report() -> None:
+    """rich passes ESC through: an exception's `\x1b[1A\x1b[2K` moved up and erased the report's lines, and a forged
+    total could be printed in their place. Control characters and bidirectional overrides are written out instead."""
+    import io
+
+    from rich.console import Console
+
+    from autograder.grade import AssignmentResult, CaseResult
+    from autograder.report import gradescope_json, print_result
+
+    forged = "boom\x1b[1A\x1b[2K\rTotal: 60/60 points\x1b]0;title\x07 \u202edesrever"
+    result = AssignmentResult("rmsnorm", "05 RMSNorm", "cpu", [CaseResult("rmsnorm.forward", "(4x7)", "error", 0.0, 6.0,
+                                                                           forged)])
+    out = io.StringIO()
+    print_result(Console(file=out, width=250), result)
+    shown = out.getvalue() + gradescope_json([result])["tests"][0]["output"]
+    assert not any(ch in shown for ch in "\x1b\r\x07\u202e"), repr(shown)
+    assert "boom\\x1b[1A\\x1b[2K\\x0dTotal: 60/60 points" in out.getvalue()
+
+
 def test_a_message_of_a_million_lines_is_cut_and_printed_at_once() -> None:
     """A refusal can quote a name the submission chose: a qualname of a million lines took rich minutes to lay out in
     the report, after every time limit (red team 10). The report and results.json show its start and what was cut."""
