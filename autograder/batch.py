@@ -292,7 +292,8 @@ def write_scores(out: Path, students: list[str]) -> tuple[Path, Path]:
     lines = ["| rank | student | total | speed-up (geomean) |", "|---:|---|---:|---:|"]
     for i, r in enumerate(ranked, 1):
         sp = f"{r['speedup_geomean']:.2f}x" if r["speedup_geomean"] else "-"
-        lines.append(f"| {i} | {printable(r['student'])} | {r['total']:.1f} | {sp} |")
+        name = printable(r["student"], one_line=True).replace("|", "\\|")  # one cell of one row, whatever the name holds
+        lines.append(f"| {i} | {name} | {r['total']:.1f} | {sp} |")
     board_path.write_text("\n".join(lines) + "\n")
     return csv_path, board_path
 
@@ -366,7 +367,7 @@ def run_batch(folder: Path, out: Path, slugs: list[str], device: str, jobs: int 
             eta = (time.perf_counter() - t_start) / done * (len(todo) - done)
             detail = f"{outcome.score:.1f} points" if outcome.status == "graded" else outcome.message
             say(printable(f"[{done}/{len(todo)}] {sub.student}: {detail} ({outcome.seconds:.0f} s; about {eta:.0f} s "
-                          "left)"))  # a student's name and an archive's member names are theirs to choose
+                          "left)", one_line=True))  # a student's name and an archive's member names are theirs to choose
         return outcome
 
     with ThreadPoolExecutor(max_workers=len(slots)) as pool:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 _WRITTEN_OUT = {c: f"\\x{c:02x}" for c in [*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
 _WRITTEN_OUT.update({c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]})
+_ONE_LINE = {**_WRITTEN_OUT, 0x09: "\\t", 0x0A: "\\n"}
 
 
-def printable(text: str) -> str:
-    """`text` with every character a terminal would act on, rather than show, written out."""
-    return text.translate(_WRITTEN_OUT)
+def printable(text: str, one_line: bool = False) -> str:
+    """`text` with every character a terminal would act on, rather than show, written out; with `one_line`, the newline
+    and the tab too, for what must stay on its line (a student's name: red team 13 put a leaderboard's row in one)."""
+    return text.translate(_ONE_LINE if one_line else _WRITTEN_OUT)

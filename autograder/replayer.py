@@ -496,7 +496,7 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
     narrow_code_generator()
     confinement = confine_replayer(source, gpu=device_name == "cuda")
     print(f"replayer directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+          f"{confinement.capabilities}; {confinement.syscalls}", file=sys.stderr)
     watch_lifeline(lifeline)  # after the confinement, as the worker's (red team 12)
     replayer = _Replayer(slug, submission_file, source, device_name)
     if device_name == "cpu":  # every interpreted access in this process outside a bounded launch is refused

@@ -77,19 +77,29 @@ _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
 
 
-# Changing a file's metadata: its mode, owner, times and extended attributes. Landlock does not judge these, and a
-# worker run by root owns every file root owns: red team 12 took the execute bits off the grader's interpreter, so the
-# class's next grading could not start, and made a copy of `find` setuid root. A seccomp filter answers them EPERM,
-# with io_uring (which can set attributes too); and every system call of another architecture's table (x32, i386,
-# 32-bit ARM), which a filter on numbers would not see. Numbers from arch/x86/entry/syscalls/syscall_64.tbl and
-# include/uapi/asm-generic/unistd.h.
-_METADATA_SYSCALLS = {
-    # AUDIT_ARCH_X86_64: chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr lremovexattr
-    # fremovexattr utimes fchownat futimesat fchmodat utimensat io_uring_setup fchmodat2 setxattrat removexattrat
-    0xC000003E: (90, 91, 92, 93, 94, 132, 188, 189, 190, 197, 198, 199, 235, 260, 261, 268, 280, 425, 452, 463, 466),
-    # AUDIT_ARCH_AARCH64: setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr fchmod fchmodat fchownat
-    # fchown utimensat io_uring_setup fchmodat2 setxattrat removexattrat
-    0xC00000B7: (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 425, 452, 463, 466),
+# System calls a worker is answered EPERM for, by a seccomp filter (Landlock does not judge them):
+# - changing a file's metadata, its mode, owner, times and extended attributes: a worker run by root owns every file
+#   root owns, and red team 12 took the execute bits off the grader's interpreter, so the class's next grading could
+#   not start, and made a copy of `find` setuid root; with io_uring, which can set attributes too;
+# - System V IPC and the kernel's keyrings: objects that outlive the process, which red team 13 left behind after its
+#   grading (1 GB of shared memory, locked in RAM), where no ending of processes reaches them;
+# - every system call of another architecture's table (x32, i386, 32-bit ARM), which a filter on numbers would not see.
+# Numbers from arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h.
+_REFUSED_SYSCALLS = {
+    0xC000003E: (  # AUDIT_ARCH_X86_64
+        90, 91, 92, 93, 94, 132, 188, 189, 190, 197, 198, 199, 235, 260, 261, 268, 280, 425, 452, 463, 466,
+        # chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
+        # utimes fchownat futimesat fchmodat utimensat io_uring_setup fchmodat2 setxattrat removexattrat
+        29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 248, 249, 250,
+        # shmget shmat shmctl semget semop semctl shmdt msgget msgsnd msgrcv msgctl semtimedop add_key request_key keyctl
+    ),
+    0xC00000B7: (  # AUDIT_ARCH_AARCH64
+        5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 425, 452, 463, 466,
+        # setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr fchmod fchmodat fchownat fchown utimensat
+        # io_uring_setup fchmodat2 setxattrat removexattrat
+        186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 217, 218, 219,
+        # msgget msgctl msgrcv msgsnd semget semctl semtimedop semop shmget shmctl shmat shmdt add_key request_key keyctl
+    ),
 }
 _X32_SYSCALL_BIT = 0x40000000
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
@@ -135,7 +145,7 @@ class Confinement:
     temp: str
     enforced: str  # "Landlock ABI N", or why the kernel does not enforce it
     capabilities: str = ""  # what drop_capabilities did: "capabilities dropped", "no capabilities to drop", or why not
-    metadata: str = ""  # what refuse_metadata_changes did: "file metadata changes refused", or why not
+    syscalls: str = ""  # what refuse_system_calls did: "file metadata, System V IPC and keyrings refused", or why not
 
 
 def _syscall() -> ctypes._CFuncPtr | None:
@@ -258,13 +268,13 @@ def _native_arch() -> int | None:
     return {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(platform.machine())
 
 
-def refuse_metadata_changes() -> str:
-    """Answer EPERM to every change of a file's mode, owner, times or extended attributes, from this thread and every
+def refuse_system_calls() -> str:
+    """Answer EPERM to _REFUSED_SYSCALLS (file metadata, System V IPC, keyrings) from this thread and every thread and
     process it starts, for good (a seccomp filter: it needs no_new_privs, set here). Returns what was done, or why not."""
     arch = _native_arch()
     if not sys.platform.startswith("linux") or arch is None:
-        return "no metadata filter on this system"
-    numbers = _METADATA_SYSCALLS[arch]
+        return "no system call filter on this system"
+    numbers = _REFUSED_SYSCALLS[arch]
     deny = len(numbers) + 6  # the index of the EPERM return, last below
     program = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -281,8 +291,8 @@ def refuse_metadata_changes() -> str:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        return f"no metadata filter: seccomp refused it ({os.strerror(ctypes.get_errno())})"
-    return "file metadata changes refused"
+        return f"no system call filter: seccomp refused it ({os.strerror(ctypes.get_errno())})"
+    return "file metadata, System V IPC and keyrings refused"
 
 
 def submission_key(submission_file: str) -> str:
@@ -359,4 +369,4 @@ def confine(key: str, role: str, gpu: bool = False) -> Confinement:
         shared = ["/dev/shm"] if gpu and os.path.isdir("/dev/shm") else []
         enforced = restrict_writes([root, *shared], writable_devices())
     return Confinement(root=root, temp=dirs["tmp"], enforced=enforced, capabilities=drop_capabilities(),
-                       metadata=refuse_metadata_changes())
+                       syscalls=refuse_system_calls())

@@ -657,7 +657,7 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
         session = _Session(conn, slug, submission, device_name)
         session.limit_memory()
     print(f"worker directories: {confinement.root}; writes elsewhere: {confinement.enforced}; "
-          f"{confinement.capabilities}; {confinement.metadata}", file=sys.stderr)
+          f"{confinement.capabilities}; {confinement.syscalls}", file=sys.stderr)
     # The lifeline's watcher after the confinement, which binds only the threads started after it: started before,
     # the submission made it run its code unconfined (red team 12).
     watch_lifeline(lifeline)  # and the group ends as soon as the grader does

@@ -275,12 +275,20 @@ def test_a_students_name_cannot_rewrite_the_batchs_output(tmp_path: Path, monkey
     on the instructor's terminal. Names are shown with control characters written out, in the log and the board."""
     import autograder.batch as batch
 
-    name = "eve\x1b[1A\x1b[2K\u202e"
+    name = "eve\x1b[1A\x1b[2K\u202e | 99.0 | - |\n| 1 | (forged)"  # red team 13: a row of the board in a name
     (tmp_path / "in" / name / "rmsnorm").mkdir(parents=True)
     (tmp_path / "in" / name / "rmsnorm" / "kernels.py").write_text("x = 1\n")
-    monkeypatch.setattr(batch, "grade_one", lambda sub, *args: batch.Outcome(sub.student, "failed", 0.0, message="x"))
+    def grade_one(sub: batch.Submission, out: Path, *args: object) -> batch.Outcome:
+        (out / "results").mkdir(parents=True, exist_ok=True)
+        (out / "results" / f"{sub.student}.json").write_text(json.dumps({"score": 0.0, "tests": []}))
+        return batch.Outcome(sub.student, "graded", 0.0, score=0.0)
+
+    monkeypatch.setattr(batch, "grade_one", grade_one)
     said: list[str] = []
     run_batch(tmp_path / "in", tmp_path / "out", ["rmsnorm"], "cpu", jobs=1, say=said.append)
     shown = "\n".join(said) + (tmp_path / "out" / "leaderboard.md").read_text()
     assert "\x1b" not in shown and "\u202e" not in shown
     assert "eve\\x1b[1A\\x1b[2K\\u202e" in shown
+    board = (tmp_path / "out" / "leaderboard.md").read_text().splitlines()
+    assert len(board) == 3 and board[2].count(" | ") == 3 and "\\| 99.0 \\|" in board[2], board
+    assert len([s for s in said if s.startswith("[")]) == 1 and "\n" not in said[1], said

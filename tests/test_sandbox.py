@@ -34,7 +34,7 @@ victim = tempfile.mkstemp(prefix="autograder-sandbox-victim-")[1]  # a file of t
 c = confine_worker(submission) if role == "worker" else confine_replayer(open(submission).read())
 status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
 seen = {"enforced": c.enforced, "root": c.root, "tempdir": tempfile.gettempdir(), "outsider": outsider.pid,
-        "capabilities": c.capabilities, "metadata": c.metadata, "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16)}
+        "capabilities": c.capabilities, "syscalls": c.syscalls, "cap_eff": int(status["CapEff"], 16), "cap_bnd": int(status["CapBnd"], 16)}
 
 def attempt(name, fn):
     try:
@@ -71,6 +71,26 @@ attempt("chmod_outside", lambda: os.chmod(victim, 0o4755))
 attempt("utime_outside", lambda: os.utime(victim, (0, 0)))
 attempt("chmod_inside", lambda: (write(os.path.join(c.temp, "own.sh")), os.chmod(os.path.join(c.temp, "own.sh"), 0o755)))
 seen["victim_mode"] = oct(os.stat(victim).st_mode & 0o7777)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def outliving(call):
+    def attempt_call():
+        if call() == -1 and ctypes.get_errno() == 1:  # EPERM
+            raise PermissionError(1, "refused")
+    return attempt_call
+shm = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+if shm >= 0:
+    libc.shmctl(shm, 0, None)  # IPC_RMID: made before the check below refused it, so not left behind
+attempt("sysv_shm", outliving(lambda: shm))
+msg = libc.msgget(0, 0o1600)
+if msg >= 0:
+    libc.msgctl(msg, 0, None)
+attempt("sysv_msg", outliving(lambda: msg))
+key = libc.syscall(248 if os.uname().machine == "x86_64" else 217, b"user", b"autograder-sandbox-probe", b"x", 1,
+                   ctypes.c_int(-4))  # add_key to the user's session keyring
+if key >= 0:
+    libc.syscall(250 if os.uname().machine == "x86_64" else 219, 21, key)  # KEYCTL_INVALIDATE
+attempt("add_key", outliving(lambda: key))
 exe = os.fsencode(sys.executable)
 code = ("open(%r, 'w').write('x')" % os.path.join(outside, "from_a_child.py")).encode()
 pid = mp_util.spawnv_passfds(exe, [exe, b"-c", code], ())
@@ -145,7 +165,9 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     assert (seen["write_terminal"], seen["make_device_node"]) == ("refused", "refused")
     # Red team 12: no mode, owner or time of any file changes, its own or not (a seccomp filter; Landlock has no say)
     assert (seen["chmod_outside"], seen["utime_outside"], seen["chmod_inside"]) == ("refused",) * 3
-    assert seen["victim_mode"] == "0o600" and seen["metadata"] == "file metadata changes refused"
+    assert seen["victim_mode"] == "0o600" and seen["syscalls"] == "file metadata, System V IPC and keyrings refused"
+    # Red team 13: System V shared memory and keys outlive the process, where no ending of processes reaches them
+    assert (seen["sysv_shm"], seen["sysv_msg"], seen["add_key"]) == ("refused",) * 3
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
 
 
