@@ -292,7 +292,7 @@ def write_scores(out: Path, students: list[str]) -> tuple[Path, Path]:
     lines = ["| rank | student | total | speed-up (geomean) |", "|---:|---|---:|---:|"]
     for i, r in enumerate(ranked, 1):
         sp = f"{r['speedup_geomean']:.2f}x" if r["speedup_geomean"] else "-"
-        name = printable(r["student"], one_line=True).replace("|", "\\|")  # one cell of one row, whatever the name holds
+        name = printable(r["student"], one_line=True).replace("|", "\\|")  # one cell of one row, whatever the name says
         lines.append(f"| {i} | {name} | {r['total']:.1f} | {sp} |")
     board_path.write_text("\n".join(lines) + "\n")
     return csv_path, board_path

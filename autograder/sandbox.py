@@ -15,8 +15,9 @@ So a worker gets directories of its own before the submission is imported (`conf
 - and, where the kernel has Landlock (Linux 5.13 or later, enabled), a Landlock domain that allows writes only
   beneath those directories (no device nodes made there) and to the devices named in _WRITABLE_DEVICES (the null
   and random devices, the GPU's device files; no terminal), with /dev/shm too on a GPU. The kernel enforces it on
-  the worker, on native code it loads and on every process it starts, none of which the Python-level guards of autograder/integrity.py
-  can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says what they miss).
+  the worker, on native code it loads and on every process it starts, none of which the Python-level guards of
+  autograder/integrity.py can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says
+  what they miss).
 
 Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are. A worker run by root
 (as on Gradescope) also gives up root's powers but over files (`drop_capabilities`): with them it could push input
@@ -91,14 +92,16 @@ _REFUSED_SYSCALLS = {
         # chmod fchmod chown fchown lchown utime setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
         # utimes fchownat futimesat fchmodat utimensat io_uring_setup fchmodat2 setxattrat removexattrat
         29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 248, 249, 250,
-        # shmget shmat shmctl semget semop semctl shmdt msgget msgsnd msgrcv msgctl semtimedop add_key request_key keyctl
+        # shmget shmat shmctl semget semop semctl shmdt msgget msgsnd msgrcv msgctl semtimedop add_key request_key
+        # keyctl
     ),
     0xC00000B7: (  # AUDIT_ARCH_AARCH64
         5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 425, 452, 463, 466,
         # setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr fchmod fchmodat fchownat fchown utimensat
         # io_uring_setup fchmodat2 setxattrat removexattrat
         186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 217, 218, 219,
-        # msgget msgctl msgrcv msgsnd semget semctl semtimedop semop shmget shmctl shmat shmdt add_key request_key keyctl
+        # msgget msgctl msgrcv msgsnd semget semctl semtimedop semop shmget shmctl shmat shmdt add_key request_key
+        # keyctl
     ),
 }
 _X32_SYSCALL_BIT = 0x40000000
@@ -174,8 +177,9 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
     `writable` (directories that exist), never device nodes, and to write to the files `devices` (character devices:
     /dev/null, the GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its
-    own domain (a red team's worker killed another student's worker and replayer in a class's concurrent grading through
-    pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N", or why it was not applied."""
+    own domain (a red team's worker killed another student's worker and replayer in a class's concurrent grading
+    through pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N", or why it was not
+    applied."""
     abi = landlock_abi()
     if abi < 1:
         return "no Landlock in this kernel"
@@ -270,7 +274,8 @@ def _native_arch() -> int | None:
 
 def refuse_system_calls() -> str:
     """Answer EPERM to _REFUSED_SYSCALLS (file metadata, System V IPC, keyrings) from this thread and every thread and
-    process it starts, for good (a seccomp filter: it needs no_new_privs, set here). Returns what was done, or why not."""
+    process it starts, for good (a seccomp filter: it needs no_new_privs, set here). Returns what was done, or why
+    not."""
     arch = _native_arch()
     if not sys.platform.startswith("linux") or arch is None:
         return "no system call filter on this system"
