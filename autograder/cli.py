@@ -190,7 +190,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     def done(result: AssignmentResult) -> None:
         print_result(console, result, args.verbose)
         if note := describe(used(files[result.slug].parent)):
-            console.print(note + "\n")
+            console.print(note + "\n", markup=False, highlight=False)  # task names from the student's own file
 
     phases = Phases()
     start = time.perf_counter()

@@ -16,6 +16,10 @@ import json
 import tomllib
 from pathlib import Path
 
+from autograder.printable import printable
+
+MAX_DESCRIBED = 40  # tasks named in a report's line of hints used; the course has fewer than 40 tasks
+
 SOURCE = "hints.toml"  # in solutions/<slug>/
 RELEASED = "hints.b64"  # in assignments/<slug>/
 LOG = "hints_used.json"  # beside the student's kernels.py
@@ -84,11 +88,15 @@ def record(folder: Path, task: str, level: int) -> Path:
 
 
 def describe(hints: dict[str, list[int]]) -> str:
-    """'Hints used: fusion.gelu levels 1, 2; ...' or ''."""
+    """'Hints used: fusion.gelu levels 1, 2; ...' or ''. The log lies beside the submission, its task names the
+    student's to write: shown on one line, control characters written out, at most MAX_DESCRIBED of them (red team
+    14 cleared the screen and printed a forged score from hints_used.json)."""
     if not hints:
         return ""
-    parts = [f"{task} level{'s' if len(levels) > 1 else ''} {', '.join(map(str, levels))}" for task, levels in sorted(hints.items())]
-    return "Hints used: " + "; ".join(parts) + "."
+    parts = [f"{printable(task, one_line=True)[:80]} level{'s' if len(levels) > 1 else ''} "
+             f"{', '.join(map(str, levels[:20]))}" for task, levels in sorted(hints.items())[:MAX_DESCRIBED]]
+    more = f"; and {len(hints) - MAX_DESCRIBED} more" if len(hints) > MAX_DESCRIBED else ""
+    return "Hints used: " + "; ".join(parts) + more + "."
 
 
 def show(folder: Path, task: str, level: int | None) -> tuple[str, int, int]:

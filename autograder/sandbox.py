@@ -82,8 +82,11 @@ _CAPABILITY_VERSION_3 = 0x20080522
 # - changing a file's metadata, its mode, owner, times and extended attributes: a worker run by root owns every file
 #   root owns, and red team 12 took the execute bits off the grader's interpreter, so the class's next grading could
 #   not start, and made a copy of `find` setuid root; with io_uring, which can set attributes too;
-# - System V IPC and the kernel's keyrings: objects that outlive the process, which red team 13 left behind after its
-#   grading (1 GB of shared memory, locked in RAM), where no ending of processes reaches them;
+# - System V IPC, POSIX message queues and the kernel's keyrings: objects that outlive the process, which red teams 13
+#   and 14 left behind after their gradings (1 GB of shared memory locked in RAM; every one of the machine's 256
+#   message queues), where no ending of processes reaches them;
+# - `file_setattr` and the ioctls that set a file's flags or attributes (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR: red team
+#   14 set flags on a file outside the worker's directories), and TIOCSTI, which pushes input into a terminal;
 # - every system call of another architecture's table (x32, i386, 32-bit ARM), which a filter on numbers would not see.
 # Numbers from arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h.
 _REFUSED_SYSCALLS = {
@@ -94,6 +97,7 @@ _REFUSED_SYSCALLS = {
         29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 248, 249, 250,
         # shmget shmat shmctl semget semop semctl shmdt msgget msgsnd msgrcv msgctl semtimedop add_key request_key
         # keyctl
+        240, 469,  # mq_open file_setattr
     ),
     0xC00000B7: (  # AUDIT_ARCH_AARCH64
         5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 425, 452, 463, 466,
@@ -102,8 +106,12 @@ _REFUSED_SYSCALLS = {
         186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 217, 218, 219,
         # msgget msgctl msgrcv msgsnd semget semctl semtimedop semop shmget shmctl shmat shmdt add_key request_key
         # keyctl
+        180, 469,  # mq_open file_setattr
     ),
 }
+_IOCTL = {0xC000003E: 16, 0xC00000B7: 29}  # ioctl's number in each table
+# FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR, TIOCSTI: compared with the low 32 bits of ioctl's request
+_REFUSED_IOCTLS = (0x40086602, 0x40046602, 0x401C5820, 0x5412)
 _X32_SYSCALL_BIT = 0x40000000
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO, _EPERM = 0x7FFF0000, 0x00050000, 1
@@ -148,7 +156,7 @@ class Confinement:
     temp: str
     enforced: str  # "Landlock ABI N", or why the kernel does not enforce it
     capabilities: str = ""  # what drop_capabilities did: "capabilities dropped", "no capabilities to drop", or why not
-    syscalls: str = ""  # what refuse_system_calls did: "file metadata, System V IPC and keyrings refused", or why not
+    syscalls: str = ""  # what refuse_system_calls did ("file metadata, ... refused"), or why not
 
 
 def _syscall() -> ctypes._CFuncPtr | None:
@@ -273,23 +281,36 @@ def _native_arch() -> int | None:
 
 
 def refuse_system_calls() -> str:
-    """Answer EPERM to _REFUSED_SYSCALLS (file metadata, System V IPC, keyrings) from this thread and every thread and
-    process it starts, for good (a seccomp filter: it needs no_new_privs, set here). Returns what was done, or why
-    not."""
+    """Answer EPERM to _REFUSED_SYSCALLS and _REFUSED_IOCTLS (file metadata and flags, System V IPC, message queues,
+    keyrings, TIOCSTI) from this thread and every thread and process it starts, for good (a seccomp filter: it needs
+    no_new_privs, set here). Returns what was done, or why not."""
     arch = _native_arch()
     if not sys.platform.startswith("linux") or arch is None:
         return "no system call filter on this system"
-    numbers = _REFUSED_SYSCALLS[arch]
-    deny = len(numbers) + 6  # the index of the EPERM return, last below
-    program = [
+    # The program, with jumps to labels resolved below: the architecture, then ioctl's request, then the numbers.
+    program: list[tuple[int, int | str, int | str, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        (_BPF_JEQ_K, 1, 0, arch),  # another table (i386, x32's own arch value, arm32): refused outright
-        (0x05, 0, 0, deny - 3),  # BPF_JA to the refusal
+        (_BPF_JEQ_K, 0, "deny", arch),  # another table (i386, x32's own arch value, arm32): refused outright
         (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-        (_BPF_JGE_K, deny - 5, 0, _X32_SYSCALL_BIT),  # x32's numbers on x86_64
+        (_BPF_JGE_K, "deny", 0, _X32_SYSCALL_BIT),  # x32's numbers on x86_64
+        (_BPF_JEQ_K, 0, "numbers", _IOCTL[arch]),
+        (_BPF_LD_W_ABS, 0, 0, 24),  # seccomp_data.args[1], its low 32 bits (little-endian): the request
+        *[(_BPF_JEQ_K, "deny", 0, request) for request in _REFUSED_IOCTLS],
+        (_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+        "numbers",
+        *[(_BPF_JEQ_K, "deny", 0, nr) for nr in _REFUSED_SYSCALLS[arch]],
+        (_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+        "deny",
+        (_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _EPERM),
     ]
-    program += [(_BPF_JEQ_K, deny - (5 + i) - 1, 0, nr) for i, nr in enumerate(numbers)]
-    program += [(_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW), (_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _EPERM)]
+    labels, ops = {}, []
+    for op in program:
+        if isinstance(op, str):
+            labels[op] = len(ops)
+        else:
+            ops.append(op)
+    program = [(code, *(labels[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf)), k)
+               for i, (code, jt, jf, k) in enumerate(ops)]
     filters = (_SockFilter * len(program))(*(_SockFilter(*op) for op in program))
     prog = _SockFprog(len(program), filters)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -297,7 +318,7 @@ def refuse_system_calls() -> str:
         return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         return f"no system call filter: seccomp refused it ({os.strerror(ctypes.get_errno())})"
-    return "file metadata, System V IPC and keyrings refused"
+    return "file metadata, System V IPC, message queues and keyrings refused"
 
 
 def submission_key(submission_file: str) -> str:

@@ -74,3 +74,17 @@ def test_release_check_ignores_the_students_hint_record(tmp_path: Path, repo_roo
     assert release(["fusion"], root=tmp_path, check=True, notebooks=False) == []
     release(["fusion"], root=tmp_path, notebooks=False)
     assert (tmp_path / "assignments" / "fusion" / hints.LOG).exists()
+
+
+def test_a_hint_log_cannot_write_on_the_terminal(tmp_path: Path) -> None:
+    """hints_used.json lies beside the submission and its task names are the student's to write: red team 14's cleared
+    the screen and printed a forged green score under the report. Names are shown on one line, written out."""
+    import json
+
+    from autograder.hints import describe, used
+
+    forged = "\x1b[2J\x1b[H\x1b[1;32mrmsnorm: 100/100 points\x1b[0m\n[bold]x[/bold]"
+    (tmp_path / "hints_used.json").write_text(json.dumps({forged: [1], **{f"t{i}": [1] for i in range(100)}}))
+    line = describe(used(tmp_path))
+    assert "\x1b" not in line and "\n" not in line
+    assert "\\x1b[2J\\x1b[H" in line and "and 61 more" in line

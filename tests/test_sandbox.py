@@ -91,6 +91,23 @@ key = libc.syscall(248 if os.uname().machine == "x86_64" else 217, b"user", b"au
 if key >= 0:
     libc.syscall(250 if os.uname().machine == "x86_64" else 219, 21, key)  # KEYCTL_INVALIDATE
 attempt("add_key", outliving(lambda: key))
+# Red team 14: a POSIX message queue outlives the process too, and a file's flags are set by an ioctl
+libc.mq_open.restype = ctypes.c_int
+queue = libc.mq_open(b"/autograder-sandbox-probe", os.O_CREAT | os.O_RDONLY, 0o600, None)
+if queue >= 0:
+    libc.mq_unlink(b"/autograder-sandbox-probe")
+attempt("mq_open", outliving(lambda: queue))
+def set_flags():
+    fd = os.open(victim, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, 0x40086602, (0x80).to_bytes(8, "little"))  # FS_IOC_SETFLAGS: FS_NOATIME_FL
+    except OSError as exc:
+        seen["set_file_flags_errno"] = exc.errno  # EPERM from the filter; ENOTTY would be a file system without flags
+        raise PermissionError(exc.errno, "FS_IOC_SETFLAGS") from exc
+    finally:
+        os.close(fd)
+attempt("set_file_flags", set_flags)
+seen["other_ioctls"] = len(termios.tcgetattr(terminal))  # TCGETS: ioctls the filter does not name still work
 exe = os.fsencode(sys.executable)
 code = ("open(%r, 'w').write('x')" % os.path.join(outside, "from_a_child.py")).encode()
 pid = mp_util.spawnv_passfds(exe, [exe, b"-c", code], ())
@@ -165,9 +182,12 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     assert (seen["write_terminal"], seen["make_device_node"]) == ("refused", "refused")
     # Red team 12: no mode, owner or time of any file changes, its own or not (a seccomp filter; Landlock has no say)
     assert (seen["chmod_outside"], seen["utime_outside"], seen["chmod_inside"]) == ("refused",) * 3
-    assert seen["victim_mode"] == "0o600" and seen["syscalls"] == "file metadata, System V IPC and keyrings refused"
+    assert seen["victim_mode"] == "0o600"
+    assert seen["syscalls"] == "file metadata, System V IPC, message queues and keyrings refused"
     # Red team 13: System V shared memory and keys outlive the process, where no ending of processes reaches them
     assert (seen["sysv_shm"], seen["sysv_msg"], seen["add_key"]) == ("refused",) * 3
+    assert (seen["mq_open"], seen["set_file_flags"], seen["other_ioctls"]) == ("refused", "refused", 7)
+    assert seen["set_file_flags_errno"] == 1  # EPERM
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == []
 
 
