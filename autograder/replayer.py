@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from autograder.lifecycle import device_usable, refuse_ptrace, watch_lifeline
-from autograder.sandbox import confine_replayer
+from autograder.sandbox import confine_replayer, restrict_process
 
 GPU_MEMORY_FRACTION = 0.5  # the worker (0.75) and the grader's references share the GPU with it
 HOST_MEMORY_BUDGET = 16 << 30  # address space the replayer may add to what it holds after its imports
@@ -482,6 +482,7 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission_file: str
     from autograder.integrity import limit_host_memory
 
     if device_name == "cuda":
+        restrict_process()  # before CUDA's threads start, as in the worker
         index = torch.cuda.current_device()
         torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION, index)
         torch.empty(1, device="cuda")  # CUDA's context first: the host cap counts from what it holds

@@ -114,6 +114,9 @@ _IOCTL = {0xC000003E: 16, 0xC00000B7: 29}  # ioctl's number in each table
 _REFUSED_IOCTLS = (0x40086602, 0x40046602, 0x401C5820, 0x5412)
 _X32_SYSCALL_BIT = 0x40000000
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+# seccomp(2) itself, which prctl cannot ask for TSYNC: the filter given to every thread of the process at once
+_SECCOMP = {0xC000003E: 317, 0xC00000B7: 277}
+_SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO, _EPERM = 0x7FFF0000, 0x00050000, 1
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 
@@ -316,9 +319,35 @@ def refuse_system_calls() -> str:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        return f"no system call filter: seccomp refused it ({os.strerror(ctypes.get_errno())})"
+    syscall = _syscall()
+    assert syscall is not None
+    # Every thread of the process, not only this one (TSYNC); the kernel sets no_new_privs on each as it goes. A
+    # positive answer names a thread that could not take it (one with a filter of its own): nothing was installed.
+    done = syscall(ctypes.c_long(_SECCOMP[arch]), ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
+                   ctypes.c_uint(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(prog))
+    if done != 0:
+        why = f"thread {done} could not take it" if done > 0 else os.strerror(ctypes.get_errno())
+        return f"no system call filter: seccomp refused it ({why})"
     return "file metadata, System V IPC, message queues and keyrings refused"
+
+
+_RESTRICTED: dict[str, str] = {}  # what restrict_process did, once per process
+
+
+def restrict_process() -> tuple[str, str]:
+    """The parts of the confinement that CUDA starts under: every capability dropped but _KEPT_CAPABILITIES, and the
+    system call filter, for every thread the process has and will have. Call it while the process has one thread
+    (capabilities bind the thread that drops them and the threads it starts after), and on a GPU before CUDA starts:
+    the driver's own threads, started with its context and never confined by Landlock (CUDA does not start under it,
+    `results/h100/cuda_under_confinement.md`), then hold no more than the worker. Once per process; `confine` calls it
+    where nothing did before. Returns what drop_capabilities and refuse_system_calls said."""
+    if not _RESTRICTED:
+        threads = thread_count()
+        if threads > 1:
+            raise RuntimeError(f"the process was about to give up its capabilities with {threads} threads running: "
+                               "call restrict_process first")
+        _RESTRICTED.update(capabilities=drop_capabilities(), syscalls=refuse_system_calls())
+    return _RESTRICTED["capabilities"], _RESTRICTED["syscalls"]
 
 
 def submission_key(submission_file: str) -> str:
@@ -368,15 +397,18 @@ def confine(key: str, role: str, gpu: bool = False) -> Confinement:
     the capabilities and no_new_privs bind only the thread that sets them and the threads it starts later, so a thread
     started before would run unconfined, and a submission can make any Python thread run its code (red team 12 took
     over the worker's lifeline watcher, started before the confinement, and from it wrote into the grader's code). On
-    a GPU, CUDA's context, and its native threads, come first: CUDA does not start under Landlock (Error 304 on an
-    H100, `results/provenance/cuda_under_confinement.py`)."""
+    a GPU, CUDA's context, and its native threads, come before Landlock (CUDA does not start under it: Error 304 on an
+    H100, `results/provenance/cuda_under_confinement.py`), and after `restrict_process`, which must have run while the
+    process had one thread."""
     import threading
 
     from triton import knobs
 
     threads = thread_count()
-    if threading.active_count() > 1 or (threads > 1 and not gpu):
-        raise RuntimeError(f"the {role} was about to be confined with {threads} threads running: confine it first")
+    if threading.active_count() > 1 or (threads > 1 and not (gpu and _RESTRICTED)):
+        raise RuntimeError(f"the {role} was about to be confined with {threads} threads running: confine it first"
+                           + (" (on a GPU, call restrict_process before CUDA starts)" if gpu else ""))
+    capabilities, syscalls = restrict_process()
 
     root = own_root(key, role)
     dirs = {name: os.path.join(root, name) for name in ("cache", "dump", "override", "tmp", "inductor")}
@@ -394,5 +426,4 @@ def confine(key: str, role: str, gpu: bool = False) -> Confinement:
         # nothing trusted loads from there. Elsewhere in /dev nothing may be created, on either tier.
         shared = ["/dev/shm"] if gpu and os.path.isdir("/dev/shm") else []
         enforced = restrict_writes([root, *shared], writable_devices())
-    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced, capabilities=drop_capabilities(),
-                       syscalls=refuse_system_calls())
+    return Confinement(root=root, temp=dirs["tmp"], enforced=enforced, capabilities=capabilities, syscalls=syscalls)

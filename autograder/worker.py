@@ -34,7 +34,7 @@ from typing import Any
 
 from autograder.lifecycle import device_usable, watch_lifeline
 from autograder.policy import ALLOWED_OPS, COPY_OPS, MAX_SCALAR_READS, is_allowed, is_course_op, refuses_copies  # noqa: F401  (one policy, see policy.py)
-from autograder.sandbox import confine_worker
+from autograder.sandbox import confine_worker, restrict_process
 from autograder.tape import CARRIED_BUDGET, GridRecorder, Tape, tensor_descriptor_type
 
 GPU_MEMORY_FRACTION = 0.75  # of the GPU, for the worker: the grader computes its references on the same GPU
@@ -642,8 +642,9 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     sys.dont_write_bytecode = True  # no bytecode files written for what is imported from here on: nothing to refuse
     if gpu:
         # CUDA's context and Triton's driver utilities (from the trusted cache, before the worker has its own) come
-        # before the confinement: CUDA does not start under Landlock. Its threads, native code, stay unconfined
-        # (docs/integrity.md, "What remains possible").
+        # before Landlock, under which CUDA does not start, and after the capabilities and the system call filter, so
+        # that the driver's threads, native code that Landlock never binds, hold no more than the worker.
+        restrict_process()
         import triton.runtime.driver
 
         triton.runtime.driver.active.utils  # noqa: B018

@@ -302,30 +302,84 @@ import json, os
 seen = {}
 for tid in os.listdir("/proc/self/task"):
     status = dict(l.split(":\t", 1) for l in open(f"/proc/self/task/{tid}/status").read().splitlines() if ":\t" in l)
-    seen[tid] = [status["Name"].strip(), status["NoNewPrivs"].strip(), int(status["CapEff"], 16)]
+    seen[tid] = [status["Name"].strip(), status["NoNewPrivs"].strip(), int(status["CapEff"], 16),
+                 int(status["CapPrm"], 16), status.get("Seccomp", "").strip()]
 raise RuntimeError("THREADS" + json.dumps(seen) + "THREADS")
 '''
 
 
+_DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    os.environ.get("AUTOGRADER_TEST_DEVICE") != "cuda", reason="on a GPU: AUTOGRADER_TEST_DEVICE=cuda"))]
+
+
 @pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel has no Landlock")
-def test_every_thread_of_a_worker_is_confined(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", _DEVICES)
+def test_every_thread_of_a_worker_is_confined(tmp_path: Path, device: str) -> None:
     """Landlock, the capabilities and no_new_privs bind the thread that sets them and the threads it starts after.
     The worker's lifeline watcher was started before the confinement; red team 12 made it run the submission's code
     (its connection's recv_bytes replaced) and from it wrote into the grader's own files, then got the course's
     solution graded as the submission's: a stub to full marks. The worker is now confined while it is its only
-    thread, and every thread it has when the submission is imported shows it."""
+    thread, and every thread it has when the submission is imported shows it. On a GPU that includes the CUDA
+    driver's threads, started before Landlock (under which CUDA does not start) but after the capabilities and the
+    system call filter."""
     from autograder.grade import Selection, grade_assignment
 
     probe = tmp_path / "kernels.py"
     probe.write_text(_THREAD_PROBE)
-    result = grade_assignment("rmsnorm", probe, "cpu", seed=0, timeout=60, selection=Selection(max_cases=1))
+    result = grade_assignment("rmsnorm", probe, device, seed=0, timeout=60, selection=Selection(max_cases=1))
     message = result.cases[0].message
     threads = json.loads(message.split("THREADS")[-2])  # the message quotes the raising line first
-    assert len(threads) >= 2, threads  # the submission's thread and the lifeline's watcher at least
+    assert len(threads) >= 2, threads  # the submission's thread and the lifeline's watcher at least (CUDA's on a GPU)
     kept = sum(1 << c for c in sandbox._KEPT_CAPABILITIES)
-    for name, no_new_privs, cap_eff in threads.values():
+    filtered = "2" if sandbox._native_arch() is not None else ""  # /proc's "Seccomp: 2" is a filter
+    for name, no_new_privs, cap_eff, cap_prm, seccomp in threads.values():
         assert no_new_privs == "1", threads
-        assert cap_eff & ~kept == 0, threads
+        assert (cap_eff | cap_prm) & ~kept == 0, threads
+        assert seccomp == filtered, threads
+
+
+_NATIVE_THREADS = r"""
+import json, os, sys
+from autograder.sandbox import confine_worker, restrict_process
+if sys.argv[2] == "restrict_first":
+    restrict_process()
+import torch
+torch.set_num_threads(2)
+torch.ones(1 << 22).sum()  # OpenMP's threads: native, unseen by Python's threading, as CUDA's driver threads are
+try:
+    confine_worker(sys.argv[1], gpu=True)
+except RuntimeError as exc:
+    print(json.dumps({"refused": str(exc)})); sys.exit()
+seen = {}
+for tid in os.listdir("/proc/self/task"):
+    st = dict(l.split(":\t", 1) for l in open(f"/proc/self/task/{tid}/status").read().splitlines() if ":\t" in l)
+    seen[tid] = [st["NoNewPrivs"].strip(), int(st["CapEff"], 16) | int(st["CapPrm"], 16), st.get("Seccomp", "").strip()]
+print(json.dumps({"threads": seen}))
+"""
+
+
+@pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel has no Landlock")
+@pytest.mark.parametrize("order", ["restrict_first", "threads_first"])
+def test_native_threads_started_before_landlock_hold_no_more_than_the_worker(tmp_path: Path, order: str) -> None:
+    """On a GPU the worker's order is: capabilities and system call filter, then CUDA (whose driver starts native
+    threads), then Landlock, under which CUDA does not start. Here OpenMP's threads stand in for CUDA's: started
+    between the two steps they hold the kept capabilities only, no_new_privs and the filter; started before the first,
+    the GPU tier's confinement refuses the process rather than leave them root's powers."""
+    submission = tmp_path / "kernels.py"
+    submission.write_text("# a submission\n")
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT),
+           "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _NATIVE_THREADS, str(submission), order], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if order == "threads_first":
+        assert "call restrict_process before CUDA starts" in seen["refused"], seen
+        return
+    kept = sum(1 << c for c in sandbox._KEPT_CAPABILITIES)
+    filtered = "2" if sandbox._native_arch() is not None else ""
+    assert len(seen["threads"]) >= 2, seen  # OpenMP started at least one thread of its own
+    for no_new_privs, caps, seccomp in seen["threads"].values():
+        assert (no_new_privs, caps & ~kept, seccomp) == ("1", 0, filtered), seen
 
 
 def test_a_process_with_another_thread_is_not_confined(tmp_path: Path) -> None:
