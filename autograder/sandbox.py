@@ -45,8 +45,8 @@ _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 
-# Access rights (include/uapi/linux/landlock.h): every right that creates, changes or removes a file.
-_WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+# Access rights (include/uapi/linux/landlock.h): every right that creates, changes or removes a file, and reading one.
+_READ_FILE, _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 2, 1 << 1, 1 << 4, 1 << 5
 _MAKE_CHAR, _MAKE_DIR, _MAKE_REG, _MAKE_SOCK, _MAKE_FIFO, _MAKE_BLOCK, _MAKE_SYM = (1 << n for n in range(6, 13))
 _REFER = 1 << 13  # ABI 2: links and renames across directories
 _TRUNCATE = 1 << 14  # ABI 3
@@ -188,17 +188,19 @@ def landlock_abi() -> int:
 def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     """Allow this process, and every process it starts from now on, to create, change or remove files only beneath
     `writable` (directories that exist), never device nodes, and to write to the files `devices` (character devices:
-    /dev/null, the GPU's), creating nothing beside them; from Landlock ABI 6, to send signals only to processes of its
-    own domain (a red team's worker killed another student's worker and replayer in a class's concurrent grading
-    through pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N", or why it was not
-    applied."""
+    /dev/null, the GPU's), creating nothing beside them; to read files anywhere but in /dev, where it may read only
+    `devices` and what lies beneath `writable` (no terminal: red team 11 found the instructor's by its number in
+    /proc, and a worker could read the keys typed there while it graded); from Landlock ABI 6, to send signals only
+    to processes of its own domain (a red team's worker killed another student's worker and replayer in a class's
+    concurrent grading through pidfd_send_signal, which no audit hook sees). Irreversible. Returns "Landlock ABI N",
+    or why it was not applied."""
     abi = landlock_abi()
     if abi < 1:
         return "no Landlock in this kernel"
     syscall = _syscall()
     assert syscall is not None
-    handled = _WRITES_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    on_a_file = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)  # the only rights of these a rule on a file may hold
+    handled = _READ_FILE | _WRITES_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    on_a_file = _READ_FILE | _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)  # the rights a rule on a file may hold
     attr = _ScopedRulesetAttr(handled, 0, _SCOPE_SIGNAL) if abi >= 6 else _RulesetAttr(handled)
     ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
@@ -207,8 +209,9 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
         beneath = handled & ~_MAKE_DEVICES
         rules = [(os.path.realpath(p), beneath, os.O_DIRECTORY) for p in writable]
         rules += [(p, on_a_file, os.O_NOFOLLOW) for p in devices]
+        rules += [(p, _READ_FILE, os.O_DIRECTORY) for p in readable_tops()]
         for path, rights, flags in rules:
-            device = rights == on_a_file
+            device = rights != beneath  # a device gone, or a top directory that is not one: nothing to grant
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC | flags)
             except OSError as exc:
@@ -231,6 +234,18 @@ def restrict_writes(writable: list[str], devices: list[str] = ()) -> str:
     finally:
         os.close(ruleset)
     return f"Landlock ABI {abi}"
+
+
+def readable_tops(root: str = "/") -> list[str]:
+    """Every directory at the top of the file system but /dev, where a worker reads anything (Python, the libraries,
+    the compilers, /proc, /sys); the directories they lead to, where they are links (/lib to /usr/lib)."""
+    tops = set()
+    for name in sorted(os.listdir(root)):
+        path = os.path.realpath(os.path.join(root, name))
+        dev = os.path.realpath("/dev")
+        if path != dev and not path.startswith(dev + os.sep) and os.path.isdir(path):
+            tops.add(path)
+    return sorted(tops)
 
 
 def writable_devices(top: str = "/dev") -> list[str]:

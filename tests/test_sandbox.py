@@ -56,8 +56,18 @@ attempt("rename_out", lambda: (write(os.path.join(c.temp, "staged.py")),
                                os.replace(os.path.join(c.temp, "staged.py"), os.path.join(outside, "moved.py"))))
 # Red team 11: the grader's terminal, found by path, written on and filled with a command its shell then ran
 attempt("write_terminal", lambda: write(terminal_path))
+def read(name, path):
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NOCTTY))
+        seen[name] = "read"
+    except PermissionError:
+        seen[name] = "refused"
+read("read_terminal", terminal_path)  # the keys typed there while the worker grades
+read("read_terminal_through_proc", "/proc/self/fd/%d" % terminal)  # the file an open descriptor names
+read("read_outside", victim)  # files outside /dev are read as before
+read("read_urandom", "/dev/urandom")
 def push_input():
-    fd = os.open(terminal_path, os.O_RDONLY | os.O_NOCTTY)  # reading is not refused; pushing input must be
+    fd = os.open(terminal_path, os.O_RDONLY | os.O_NOCTTY)  # refused since reading is; pushing input must be too
     try:
         fcntl.ioctl(fd, termios.TIOCSTI, b"x")
     except OSError as exc:
@@ -180,6 +190,10 @@ def test_under_landlock_nothing_the_worker_starts_writes_outside_its_directories
     # Red team 11: no terminal is a device the worker may write, and no device node may be made beneath its directories
     # (as root, a node for the disk is the disk); pushing input into a terminal is refused by the capabilities below.
     assert (seen["write_terminal"], seen["make_device_node"]) == ("refused", "refused")
+    # Nor read a terminal: red team 11's worker could open the instructor's and read the keys typed while it graded.
+    # Files outside /dev, and the devices it may write, are read as before.
+    assert (seen["read_terminal"], seen["read_terminal_through_proc"]) == ("refused", "refused")
+    assert (seen["read_outside"], seen["read_urandom"]) == ("read", "read")
     # Red team 12: no mode, owner or time of any file changes, its own or not (a seccomp filter; Landlock has no say)
     assert (seen["chmod_outside"], seen["utime_outside"], seen["chmod_inside"]) == ("refused",) * 3
     assert seen["victim_mode"] == "0o600"
