@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import math
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -47,6 +49,7 @@ MAX_UNPACKED_FILES = 10_000
 class Submission:
     student: str  # the entry's name without its archive suffix
     source: Path
+    problem: str = ""  # why it cannot be graded whatever it holds (two entries under one name), or ""
 
 
 class BatchError(Exception):
@@ -54,27 +57,34 @@ class BatchError(Exception):
 
 
 def _student_name(path: Path) -> str:
+    """The entry's name, without its archive's or kernels file's suffix unless it is a folder (whatever else it is:
+    a pipe named `mallory.py` is mallory's entry, refused as such, not a student named `mallory.py`)."""
     name = path.name
+    if path.is_dir():
+        return name
     for suffix in sorted(ARCHIVES, key=len, reverse=True):
-        if path.is_file() and name.endswith(suffix):
+        if name.endswith(suffix):
             return name[: -len(suffix)]
-    return path.stem if path.is_file() else name
+    return path.stem
 
 
 def discover(folder: Path) -> list[Submission]:
     """The submissions in `folder`, sorted by student (a Slurm array task index refers to this order)."""
     if not folder.is_dir():
         raise BatchError(f"There is no folder {folder}: pass the folder that holds one entry per student.")
-    subs = []
+    by_name: dict[str, list[Path]] = {}
     for entry in folder.iterdir():
         if entry.name.startswith((".", "_")):
             continue
         if entry.is_dir() or entry.name.endswith(ARCHIVES) or entry.suffix == ".py":
-            subs.append(Submission(_student_name(entry), entry))
-    names = [s.student for s in subs]
-    clashes = sorted({n for n in names if names.count(n) > 1})
-    if clashes:
-        raise BatchError(f"Two entries give the same student name ({', '.join(clashes)}): keep one of each.")
+            by_name.setdefault(_student_name(entry), []).append(entry)
+    subs = []
+    for name, entries in by_name.items():
+        problem = ""
+        if len(entries) > 1:  # that student's alone: one name chosen to clash once stopped the whole class (red team 15)
+            shown = ", ".join(sorted(e.name for e in entries))
+            problem = f"two entries give the same student name ({shown}): keep one and grade again"
+        subs.append(Submission(name, sorted(entries)[0], problem))
     return sorted(subs, key=lambda s: s.student)
 
 
@@ -83,20 +93,6 @@ def _safe_members(names: list[str], dest: Path) -> None:
         target = (dest / name).resolve()
         if dest.resolve() not in target.parents and target != dest.resolve():
             raise BatchError(f"the archive holds {name!r}, which points outside its folder")
-
-
-def _refuse_links(src: Path) -> None:
-    """A submission is its own files: a symbolic link (a folder's kernels.py pointing at another student's, say) would
-    be graded, and copied, as the file it points to (red team 9: a link to a classmate's kernels.py scored their marks,
-    with no copied code in the submission for a plagiarism check to find). Archives drop links when extracted."""
-    if src.is_symlink():
-        raise BatchError(f"{src.name} is a symbolic link: submit the files themselves")
-    if src.is_dir():
-        for root, dirs, files in os.walk(src):
-            for name in dirs + files:
-                if (Path(root) / name).is_symlink():
-                    raise BatchError(f"the submission holds a symbolic link, {(Path(root) / name).relative_to(src)}: "
-                                     "submit the files themselves")
 
 
 def _within_limits(sizes: Iterable[int], what: str) -> None:
@@ -110,36 +106,131 @@ def _within_limits(sizes: Iterable[int], what: str) -> None:
                              "submit the kernels.py files and what they import, not data")
 
 
-def unpack(sub: Submission, dest: Path) -> Path:
-    """Copy or extract a submission into `dest` (emptied first) and return the folder to grade."""
+def _skipped(name: str) -> bool:
+    """Entries of a submission's folder that are neither graded nor copied: caches and hidden files."""
+    return name == "__pycache__" or name.startswith(".")
+
+
+def _kind(mode: int) -> str:
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a named pipe" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file")
+
+
+def vet(sub: Submission) -> list[tuple[str, int]]:
+    """The files a submission consists of, as (path relative to it, size), judged from their metadata alone before
+    anything reads them: regular files and folders only, within MAX_UNPACKED_FILES and MAX_UNPACKED_BYTES. An entry
+    that is itself an archive or a kernels.py is one file. A symbolic link (to a classmate's kernels.py, red team 9; to
+    /proc/self/mem, which crashed the batch), a named pipe (which hung it), a device (/dev/zero, copied until the disk
+    was full) or a sparse file of gigabytes (read whole into memory) is refused before it is opened (red team 15)."""
+    src = sub.source
+    mode = os.lstat(src).st_mode
+    if stat.S_ISREG(mode):
+        size = os.lstat(src).st_size
+        _within_limits([size], src.name)
+        return [("", size)]
+    if not stat.S_ISDIR(mode):
+        raise BatchError(f"{src.name} is {_kind(mode)}: submit a folder, an archive or a kernels.py")
+    files: list[tuple[str, int]] = []
+
+    def sizes() -> Iterator[int]:
+        pending = [""]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(src / rel if rel else src) as entries:
+                for entry in sorted(entries, key=lambda e: e.name):
+                    if _skipped(entry.name):
+                        continue
+                    path = os.path.join(rel, entry.name) if rel else entry.name
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(info.st_mode):
+                        pending.append(path)
+                    elif stat.S_ISREG(info.st_mode):
+                        files.append((path, info.st_size))
+                        yield info.st_size
+                    else:
+                        raise BatchError(f"the submission holds {path}, which is {_kind(info.st_mode)}: submit the "
+                                         "files themselves")
+
+    _within_limits(sizes(), src.name)
+    return sorted(files)
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor for reading `path`, which must still be the regular file vet() saw: never a link followed, and a
+    pipe or a device put in its place since is not waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BatchError(f"{path.name} is no longer a regular file")
+    return fd
+
+
+def _read_vetted(path: Path, size: int) -> Iterator[bytes]:
+    """The bytes of a vetted file, at most `size` of them (what vet() counted), in pieces."""
+    fd = _open_regular(path)
+    try:
+        left = size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
+    finally:
+        os.close(fd)
+
+
+def _copy_vetted(src: Path, files: list[tuple[str, int]], dest: Path) -> None:
+    for rel, size in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as out:
+            for chunk in _read_vetted(src / rel, size):
+                out.write(chunk)
+
+
+def _normalized(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A tar member as a plain file or folder of the grader's: no set-user-ID bit or other mode beyond rwxr-xr-x, and
+    the grader's owner, not the archive's (root extracting a tar otherwise gives its files the modes and owners the
+    archive names: a setuid-root, world-writable program, red team 15)."""
+    member.mode = (member.mode & 0o755) | (0o700 if member.isdir() else 0o600)
+    member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
+    return member
+
+
+def unpack(sub: Submission, dest: Path, files: list[tuple[str, int]] | None = None) -> Path:
+    """Copy or extract a submission, whose files vet() gives (or gave), into `dest` (emptied first) and return the
+    folder to grade."""
+    files = vet(sub) if files is None else files
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     src = sub.source
-    _refuse_links(src)
-    if src.is_dir():
-        _within_limits((os.lstat(os.path.join(root, f)).st_size for root, _, files in os.walk(src) for f in files),
-                       src.name)
-        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    one_file = len(files) == 1 and files[0][0] == ""  # an archive or a kernels.py; else a folder's vetted files
+    contents = (lambda: io.BytesIO(b"".join(_read_vetted(src, files[0][1])))) if one_file else None
+    if not one_file:
+        _copy_vetted(src, files, dest)
     elif src.name.endswith(".zip"):
-        with zipfile.ZipFile(src) as zf:
+        with zipfile.ZipFile(contents()) as zf:
             infos = zf.infolist()
             _within_limits((i.file_size for i in infos), src.name)  # extraction stops at each member's stated size
             _safe_members([i.filename for i in infos], dest)
-            zf.extractall(dest)
+            zf.extractall(dest)  # plain files and folders, with the grader's modes: zipfile makes no links, sets no mode
     elif src.name.endswith((".tar", ".tar.gz", ".tgz")):
-        with tarfile.open(src) as tf:
+        with tarfile.open(fileobj=contents()) as tf:
             members = []
             def kept(tf: tarfile.TarFile) -> Iterator[int]:  # read header by header: a bomb is stopped at the limit
                 for m in tf:
                     if m.isfile() or m.isdir():  # no links, no devices
-                        members.append(m)
+                        members.append(_normalized(m))
                     yield m.size if m.isfile() else 0
             _within_limits(kept(tf), src.name)
             _safe_members([m.name for m in members], dest)
-            tf.extractall(dest, members=members)
+            tf.extractall(dest, members=members, numeric_owner=True)
     else:
-        shutil.copy2(src, dest / "kernels.py")
+        _copy_vetted(src.parent, [(src.name, files[0][1])], dest)
+        (dest / src.name).rename(dest / "kernels.py")
     return dest
 
 
@@ -155,21 +246,44 @@ def submission_root(folder: Path, slugs: list[str]) -> Path:
     return folder
 
 
-def _files_digest(root: Path, h: "hashlib._Hash") -> None:
+def _digest_file(h: "hashlib._Hash", name: str, chunks: Iterable[bytes], size: int) -> None:
+    """Each file as its name's length, its name, its size and its bytes: no two sets of files read the same (with the
+    name and the bytes run together, `a` holding "b" + X and `ab` holding X were one fingerprint, red team 15)."""
+    encoded = name.encode()
+    h.update(len(encoded).to_bytes(8, "little") + encoded + size.to_bytes(8, "little"))
+    for chunk in chunks:
+        h.update(chunk)
+
+
+def _tree_digest(root: Path, h: "hashlib._Hash") -> None:
+    """The grader's own files (trusted: read as they are)."""
     for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+        data = path.read_bytes()
+        _digest_file(h, str(path.relative_to(REPO_ROOT)), [data], len(data))
 
 
-def fingerprint(sub: Submission, slugs: list[str], device: str) -> str:
-    """Changes when the submission, the graded slugs, the tier or the grader's code change."""
+def _versions() -> list[str]:
+    from importlib import metadata
+
+    found = [sys.version.split()[0]]
+    for package in ("torch", "triton"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{package} absent")
+    return found
+
+
+def fingerprint(sub: Submission, files: list[tuple[str, int]], slugs: list[str], device: str) -> str:
+    """Changes when the submission's files (as vet() gave them), the graded slugs, the tier, the grader's code and
+    specs, the course code they judge with (course/: the comparison, the formats), or the Python, PyTorch or Triton
+    they run on change."""
     h = hashlib.sha256()
-    h.update(json.dumps([sorted(slugs), device]).encode())
-    if sub.source.is_dir():
-        _files_digest(sub.source, h)
-    else:
-        h.update(sub.source.read_bytes())
-    _files_digest(REPO_ROOT / "autograder", h)
+    h.update(json.dumps([sorted(slugs), device, _versions()]).encode())
+    for rel, size in files:
+        _digest_file(h, rel, _read_vetted(sub.source / rel if rel else sub.source, size), size)
+    for part in ("autograder", "course"):
+        _tree_digest(REPO_ROOT / part, h)
     return h.hexdigest()
 
 
@@ -201,6 +315,8 @@ def is_done(out: Path, sub: Submission, fp: str) -> bool:
 def grade_one(sub: Submission, out: Path, slugs: list[str], device: str, gpu: str | None,
               grade_args: list[str], timeout: float) -> Outcome:
     """Unpack and grade one submission in its own process; write its results and fingerprint."""
+    (out / "work").mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(out / "work", 0o700)  # what a submission unpacks to is the grader's alone
     work = out / "work" / sub.student
     try:
         return _unpack_and_grade(sub, work, out, slugs, device, gpu, grade_args, timeout)
@@ -214,9 +330,12 @@ def _unpack_and_grade(sub: Submission, work: Path, out: Path, slugs: list[str], 
     result, meta, log = _paths(out, sub.student)
     for p in (result, meta, log):
         p.parent.mkdir(parents=True, exist_ok=True)
-    fp = fingerprint(sub, slugs, device)
-    try:
-        folder = submission_root(unpack(sub, work), slugs)
+    if sub.problem:
+        return Outcome(sub.student, "failed", 0.0, message=sub.problem)
+    try:  # everything that reads the student's entry, so that whatever it holds fails that student alone
+        files = vet(sub)
+        fp = fingerprint(sub, files, slugs, device)
+        folder = submission_root(unpack(sub, work, files), slugs)
     except (BatchError, zipfile.BadZipFile, tarfile.TarError, OSError) as exc:
         return Outcome(sub.student, "failed", time.perf_counter() - t0, message=f"could not unpack: {exc}")
     tmp = result.with_suffix(".json.tmp")
@@ -280,6 +399,14 @@ def collect(out: Path, students: list[str]) -> tuple[list[str], list[dict]]:
     return columns, rows
 
 
+def _cell(value: object) -> object:
+    """A text cell that a spreadsheet shows as text: one starting with =, +, -, @, a tab or a carriage return would be
+    run as a formula (a student named `=HYPERLINK(...)`, red team 15), so it gets an apostrophe first."""
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
 def write_scores(out: Path, students: list[str]) -> tuple[Path, Path]:
     columns, rows = collect(out, students)
     csv_path, board_path = out / "scores.csv", out / "leaderboard.md"
@@ -287,7 +414,7 @@ def write_scores(out: Path, students: list[str]) -> tuple[Path, Path]:
         writer = csv.DictWriter(fh, ["student", *columns, "total", "speedup_geomean"], restval=0.0)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
+            writer.writerow({k: (round(v, 4) if isinstance(v, float) else _cell(v)) for k, v in row.items()})
     ranked = sorted(rows, key=lambda r: (-r["total"], -(r["speedup_geomean"] or 0.0), r["student"]))
     lines = ["| rank | student | total | speed-up (geomean) |", "|---:|---|---:|---:|"]
     for i, r in enumerate(ranked, 1):
@@ -335,8 +462,14 @@ def run_batch(folder: Path, out: Path, slugs: list[str], device: str, jobs: int 
 
     outcomes: list[Outcome] = []
     todo = []
+    def done_before(sub: Submission) -> bool:
+        try:
+            return not sub.problem and is_done(out, sub, fingerprint(sub, vet(sub), slugs, device))
+        except Exception:  # noqa: BLE001  (an entry that cannot be read is graded, and fails, as that student's alone)
+            return False
+
     for sub in todo_all:
-        if is_done(out, sub, fingerprint(sub, slugs, device)):
+        if done_before(sub):
             outcomes.append(Outcome(sub.student, "skipped", 0.0, message="already graded"))
         else:
             todo.append(sub)

@@ -15,7 +15,6 @@ compute. Case i is replayed while the worker runs case i + 1.
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import os
 import secrets
@@ -168,10 +167,12 @@ def _points(part: Part, tier: str) -> float:
 
 
 def _load_outputs(blob: Any) -> dict[str, torch.Tensor]:
-    """Outputs from a reply: a dict of tensors (older workers sent them as torch.save bytes)."""
-    if isinstance(blob, (bytes, bytearray)):
-        return torch.load(io.BytesIO(blob), weights_only=True)
-    return blob
+    """Outputs from a reply: its tensors by name. Anything else in their place counts as no output. (Outputs once came
+    as torch.save bytes, which this read with torch.load and none of a reply's checks: 2 MB deflated to a 2 GB tensor
+    in the grader, red team 15.)"""
+    if not isinstance(blob, dict):
+        return {}
+    return {k: v for k, v in blob.items() if isinstance(k, str) and type(v) is torch.Tensor}
 
 
 def _refusal(reply: dict, note: str = "") -> str:

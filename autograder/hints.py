@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -65,22 +67,39 @@ def ladders(folder: Path) -> dict[str, list[str]]:
     return {}
 
 
+UNREADABLE = "(unreadable hints_used.json)"
+MAX_LOG_BYTES = 1 << 20  # a log of every level of every task is a few KB
+
+
 def used(folder: Path) -> dict[str, list[int]]:
-    """task -> the hint levels recorded in folder/hints_used.json (empty when there is none)."""
-    path = folder / LOG
-    if not path.exists():
-        return {}
+    """task -> the hint levels recorded in folder/hints_used.json (empty when there is none). The file is the
+    student's: whatever it holds (a level of Infinity, which stopped Gradescope's entry before it wrote results.json,
+    red team 15; a link, a pipe, gigabytes), it reads as a log or as unreadable, and never stops a grade."""
     try:
-        data = json.loads(path.read_text())
-        return {str(task): sorted({int(level) for level in levels}) for task, levels in data.items()}
-    except (ValueError, TypeError, AttributeError):
-        return {"(unreadable hints_used.json)": []}
+        fd = os.open(folder / LOG, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        return {UNREADABLE: []}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {UNREADABLE: []}
+        data = b""
+        while len(data) <= MAX_LOG_BYTES and (chunk := os.read(fd, MAX_LOG_BYTES + 1 - len(data))):
+            data += chunk
+        if len(data) > MAX_LOG_BYTES:
+            return {UNREADABLE: []}
+        return {str(task): sorted({int(level) for level in levels}) for task, levels in json.loads(data).items()}
+    except Exception:  # noqa: BLE001  (anything a student's file can make json or int raise)
+        return {UNREADABLE: []}
+    finally:
+        os.close(fd)
 
 
 def record(folder: Path, task: str, level: int) -> Path:
     """Add `level` of `task` to folder/hints_used.json; returns its path."""
     log = used(folder)
-    log.pop("(unreadable hints_used.json)", None)
+    log.pop(UNREADABLE, None)
     log[task] = sorted(set(log.get(task, [])) | {level})
     path = folder / LOG
     path.write_text(json.dumps(log, indent=1, sort_keys=True) + "\n")

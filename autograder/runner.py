@@ -534,6 +534,9 @@ def encode(message: dict) -> bytes:
 # what every walk of the reply in the grader (the tape's checks, the outputs) costs at most. The largest reply of the
 # eight solutions' grading on the CPU tier (2026-12-07, 382 replies) expanded to 1,472.
 MAX_REPLY_NODES = 1_000_000
+# The most bytes of a reply's pickle (its structure: names, numbers, the tape's entries): a bound on how long its
+# decoding takes, about 2 s here at the bound (red team 15's pickle of cheap opcodes).
+MAX_PICKLE_BYTES = 4 << 20
 
 
 def expanded_size(value: Any, limit: int) -> int | None:
@@ -566,13 +569,18 @@ def expanded_size(value: Any, limit: int) -> int | None:
     return sizes.get(id(value), 1)
 
 
+_FIRST_READ_BYTES = 64 << 20
+
+
 def _read_exactly(fd: int, n: int, deadline: float) -> bytearray | None:
     """`n` bytes from `fd`, or None if they have not all come by `deadline` (time.monotonic()); EOFError if it
     closes."""
     import select
 
-    buf = bytearray(n)
-    view = memoryview(buf)
+    # The buffer grows with what has come, doubling from 64 MB: a header announcing gigabytes that never come costs
+    # nothing (it was allocated whole before the first byte, red team 15), and an honest large reply is copied at most
+    # once per doubling.
+    buf = bytearray(min(n, _FIRST_READ_BYTES))
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     got = 0
@@ -580,7 +588,10 @@ def _read_exactly(fd: int, n: int, deadline: float) -> bytearray | None:
         left = deadline - time.monotonic()
         if left <= 0 or not poller.poll(left * 1000.0):
             return None
-        k = os.readv(fd, [view[got:]])
+        if got == len(buf):
+            buf.extend(bytes(min(len(buf), n - len(buf))))
+        with memoryview(buf) as view:
+            k = os.readv(fd, [view[got:]])
         if k == 0:
             raise EOFError("the channel closed mid-message")
         got += k
@@ -621,6 +632,11 @@ def stored_as_saved(data: bytes | bytearray) -> bool:
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         return False
     if any(m.compress_type != zipfile.ZIP_STORED for m in members):
+        return False
+    # Everything but the storages is read by torch.load's unpickler, in Python, an opcode at a time: a pickle of 60 MB
+    # of opcodes that build nothing took 82 s (red team 15). The largest of the eight solutions' on the CPU tier is
+    # 8 KB (2026-12-07, 382 replies); tensors' bytes are in the storages, which are not walked.
+    if sum(m.file_size for m in members if "/data/" not in m.filename) > MAX_PICKLE_BYTES:
         return False
     return sum(m.file_size for m in members) <= len(data)
 

@@ -172,11 +172,113 @@ def test_a_nested_upload_is_found_under_its_parent_folder(tmp_path: Path) -> Non
     assert submission_root(tmp_path, ["rmsnorm"]) == tmp_path / "Downloads" / "hw"
 
 
-def test_two_entries_for_one_student_are_an_error(tmp_path: Path) -> None:
-    (tmp_path / "ann").mkdir()
-    (tmp_path / "ann.zip").write_bytes(b"")
-    with pytest.raises(BatchError, match="same student name"):
-        discover(tmp_path)
+class _FakeGrading:
+    """Stands for a grading process: writes a results.json of 1 point, so that a test of what comes before the grading
+    (the entry's intake) runs in milliseconds."""
+
+    def __init__(self, cmd: list[str], **kwargs: object) -> None:
+        Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"score": 1.0, "tests": []}))
+        self.pid = 0
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def _intake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Every entry of tmp_path/in through the batch, the grading itself faked: student -> outcome."""
+    import autograder.batch as batch
+
+    monkeypatch.setattr(batch.subprocess, "Popen", _FakeGrading)
+    outcomes = run_batch(tmp_path / "in", tmp_path / "out", ["rmsnorm"], "cpu", jobs=1, say=lambda s: None)
+    return {o.student: o for o in outcomes}
+
+
+def _honest(folder: Path) -> None:
+    (folder / "rmsnorm").mkdir(parents=True)
+    (folder / "rmsnorm" / "kernels.py").write_text("x = 1\n")
+
+
+def test_two_entries_for_one_student_fail_that_student_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 15: `alice.py` beside the folder `alice` stopped the whole class before anyone was graded."""
+    _honest(tmp_path / "in" / "alice")
+    (tmp_path / "in" / "alice.py").write_text("x = 1\n")
+    _honest(tmp_path / "in" / "bob")
+    outcomes = _intake(tmp_path, monkeypatch)
+    assert outcomes["alice"].status == "failed" and "alice, alice.py" in outcomes["alice"].message
+    assert outcomes["bob"].status == "graded"
+
+
+@pytest.mark.parametrize("entry", ["link_to_memory", "fifo_entry", "fifo_inside", "device_inside", "sparse_file"])
+def test_an_entry_that_is_not_plain_files_fails_that_student_before_anything_reads_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str) -> None:
+    """Red team 15: the batch read a student's files (for the fingerprint, then the copy) before it judged them. A link
+    to /proc/self/mem crashed it (an I/O error outside any student's grading), a named pipe hung it, a device node
+    (/dev/zero) was copied until the disk filled, and a sparse file of 3 GB was read whole into memory. Each is now
+    judged from its metadata first: that student fails, the class is graded and the scores are written."""
+    import os
+    import stat
+
+    _honest(tmp_path / "in" / "alice")
+    mallory = tmp_path / "in" / "mallory"
+    if entry == "fifo_entry":
+        os.mkfifo(tmp_path / "in" / "mallory.py")
+    else:
+        _honest(mallory)
+    if entry == "link_to_memory":
+        (mallory / "notes.txt").symlink_to("/proc/self/mem")
+    elif entry == "fifo_inside":
+        os.mkfifo(mallory / "rmsnorm" / "data")
+    elif entry == "device_inside":
+        try:
+            os.mknod(mallory / "notes.txt", stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero
+        except PermissionError:
+            pytest.skip("making a device node needs root")
+    elif entry == "sparse_file":
+        with open(mallory / "rmsnorm" / "weights.bin", "wb") as fh:
+            fh.truncate(3 << 30)  # 3 GB that take no disk, and no time to read if nothing reads them
+    outcomes = _intake(tmp_path, monkeypatch)
+    said = {"link_to_memory": "symbolic link", "fifo_entry": "named pipe", "fifo_inside": "named pipe",
+            "device_inside": "a device", "sparse_file": "more than"}[entry]
+    assert outcomes["mallory"].status == "failed" and said in outcomes["mallory"].message, outcomes["mallory"]
+    assert outcomes["alice"].status == "graded"
+    assert "alice" in (tmp_path / "out" / "scores.csv").read_text()
+
+
+def test_a_tar_gives_its_files_the_graders_modes_and_owner(tmp_path: Path) -> None:
+    """Red team 15: root extracting a tar applied its modes and owners, so a submission left a setuid-root,
+    world-writable program in the batch's work folder while it was graded."""
+    archive = tmp_path / "in" / "mallory.tar"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w") as tf:
+        for name, mode in (("rmsnorm/kernels.py", 0o644), ("rmsnorm/tool", 0o6777)):
+            info = tarfile.TarInfo(name)
+            data = b"x = 1\n"
+            info.size, info.mode, info.uid, info.gid = len(data), mode, 1234, 1234
+            tf.addfile(info, io.BytesIO(data))
+    folder = unpack(discover(archive.parent)[0], tmp_path / "work")
+    tool = (folder / "rmsnorm" / "tool").stat()
+    assert tool.st_mode & 0o7777 == 0o755 and tool.st_uid != 1234
+
+
+def test_the_fingerprint_tells_files_apart_however_their_names_and_bytes_run_together(tmp_path: Path) -> None:
+    """Red team 15: with each file's name and bytes hashed back to back, `kernels.p` holding "y" + X and `kernels.py`
+    holding X had one fingerprint: a re-upload without a kernels.py kept the old score."""
+    from autograder.batch import Submission, fingerprint, vet
+
+    source = (RMS / "correct_minimal.py").read_text()
+    for student, name, text in (("a", "kernels.py", source), ("b", "kernels.p", "y" + source)):
+        (tmp_path / student / "rmsnorm").mkdir(parents=True)
+        (tmp_path / student / "rmsnorm" / name).write_text(text)
+    prints = {fingerprint(sub, vet(sub), ["rmsnorm"], "cpu") for sub in (Submission(s, tmp_path / s) for s in "ab")}
+    assert len(prints) == 2
+
+
+def test_a_name_a_spreadsheet_would_run_is_written_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 15: a student named `=HYPERLINK(...)` put a formula in scores.csv."""
+    _honest(tmp_path / "in" / '=HYPERLINK("evil.example","x")')
+    _intake(tmp_path, monkeypatch)
+    rows = list(csv.reader((tmp_path / "out" / "scores.csv").open()))
+    assert rows[1][0] == "'" + '=HYPERLINK("evil.example","x")'
 
 
 def test_a_student_named_like_a_record_file_is_a_student_like_any_other(tmp_path: Path) -> None:

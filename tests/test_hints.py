@@ -4,6 +4,7 @@ for one level at a time, and every level asked for is recorded and listed in the
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -88,3 +89,37 @@ def test_a_hint_log_cannot_write_on_the_terminal(tmp_path: Path) -> None:
     line = describe(used(tmp_path))
     assert "\x1b" not in line and "\n" not in line
     assert "\\x1b[2J\\x1b[H" in line and "and 61 more" in line
+
+
+@pytest.mark.parametrize("log", ["infinity", "nested", "not_a_dict", "link", "pipe", "huge"])
+def test_a_hint_log_the_student_wrote_reads_as_unreadable_and_never_stops_a_grade(tmp_path: Path, log: str) -> None:
+    """Red team 15: `{"x": [Infinity]}` raised OverflowError in Gradescope's entry, which then wrote no results.json.
+    Whatever hints_used.json holds or is, it reads as a log or as unreadable."""
+    path = tmp_path / hints.LOG
+    if log == "infinity":
+        path.write_text('{"rmsnorm.forward": [Infinity]}')
+    elif log == "nested":
+        path.write_text("[" * 100_000 + "]" * 100_000)  # past json's recursion limit
+    elif log == "not_a_dict":
+        path.write_text('["rmsnorm.forward"]')
+    elif log == "link":
+        path.symlink_to("/proc/self/mem")  # read whole, an I/O error
+    elif log == "pipe":
+        os.mkfifo(path)  # read, a wait for a writer that never comes
+    else:
+        with path.open("wb") as fh:
+            fh.truncate(4 << 30)
+    assert hints.used(tmp_path) == {hints.UNREADABLE: []}
+    assert "unreadable" in hints.describe(hints.used(tmp_path))
+
+
+def test_gradescope_writes_its_results_whatever_the_hint_log_holds(tmp_path: Path) -> None:
+    from autograder.gradescope import run_autograder
+
+    folder = tmp_path / "submission" / "rmsnorm"
+    folder.mkdir(parents=True)
+    (folder / "kernels.py").write_text("raise ImportError('not yet')\n")
+    (folder / hints.LOG).write_text('{"rmsnorm.forward": [Infinity]}')
+    assert run_autograder(tmp_path, ["rmsnorm"]) == 0
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0 and "unreadable" in json.dumps(results)

@@ -190,7 +190,9 @@ def test_a_second_request_waits_for_the_first_answer_instead_of_deadlocking() ->
 
     path = REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py"
     replayer = Replayer("rmsnorm", path, path.read_text(), "cpu")
-    large = "x" * (8 << 20)  # echoed in the answer ("unknown request ..."): far past a socket's buffer both ways
+    # Echoed in the answer ("unknown request ..."): far past a socket's buffer both ways, and within a reply's pickle
+    # (MAX_PICKLE_BYTES), which a string in the answer is part of.
+    large = "x" * (3 << 20)
     outcome: list[object] = []
     try:
         first = replayer.submit({"op": large})
@@ -302,6 +304,103 @@ def test_a_reply_that_would_take_more_memory_than_its_bytes_is_refused() -> None
     assert decode_reply(legacy.getvalue()) is None
     assert decode_reply(b"junk" + honest.getvalue()) is None  # a zip to Python's reader, the legacy format to torch's
     assert decode_reply(honest.getvalue()[:-30]) is None
+
+
+def test_a_length_announced_costs_nothing_until_its_bytes_come() -> None:
+    """Red team 15: a 12-byte header announcing 4 GiB made the grader allocate 4 GiB before the first byte came. The
+    buffer grows with what arrives."""
+    import socket
+    import struct
+    import tracemalloc
+
+    from autograder.runner import read_message
+
+    class End:
+        def __init__(self, sock: socket.socket) -> None:
+            self.sock = sock
+
+        def fileno(self) -> int:
+            return self.sock.fileno()
+
+    a, b = socket.socketpair()
+    try:
+        b.sendall(struct.pack("!i", -1) + struct.pack("!Q", 4 << 30) + b"x" * 1000)
+        tracemalloc.start()
+        assert read_message(End(a), time.monotonic() + 0.5, 16 << 30) is None
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 128 << 20, peak
+        payload = bytes(range(256)) * ((96 << 20) // 256)  # past the first 64 MB: the buffer grows, the bytes stay
+        import threading
+
+        c, d = socket.socketpair()
+        threading.Thread(target=lambda: d.sendall(struct.pack("!i", len(payload)) + payload), daemon=True).start()
+        assert bytes(read_message(End(c), time.monotonic() + 30, 1 << 30) or b"") == payload
+        c.close()
+        d.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_reply_whose_pickle_is_long_is_refused_before_it_is_decoded() -> None:
+    """Red team 15: torch.load's weights-only unpickler walks a pickle an opcode at a time, in Python; 60 MB of
+    opcodes that set one dictionary's item over and over passed every check of a reply and held the grader 82 s. A
+    reply's pickle (its structure; tensors' bytes are apart) is refused past MAX_PICKLE_BYTES, before decoding."""
+    import io
+    import zipfile
+
+    import torch
+
+    from autograder.runner import MAX_PICKLE_BYTES, decode_reply, stored_as_saved
+
+    def with_pickle_ops(repeats: int) -> bytes:
+        saved = io.BytesIO()
+        torch.save({"id": "a", "outputs": {"y": torch.ones(4)}}, saved)
+        out = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(saved.getvalue())) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+            for member in src.infolist():
+                data = src.read(member)
+                if member.filename.endswith("data.pkl"):  # PROTO 2, EMPTY_DICT, then `d[1] = 1` again and again
+                    assert data[2:3] == b"}"
+                    data = data[:3] + b"K\x01K\x01s" * repeats + data[3:]
+                dst.writestr(zipfile.ZipInfo(member.filename), data)
+        return out.getvalue()
+
+    small = with_pickle_ops(1000)
+    assert stored_as_saved(small) and decode_reply(small) is not None  # the same structure, short: read
+    long = with_pickle_ops(MAX_PICKLE_BYTES // 5 + 1)
+    t0 = time.monotonic()
+    assert not stored_as_saved(long) and decode_reply(long) is None
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_outputs_are_a_replys_tensors_and_nothing_else() -> None:
+    """Red team 15: outputs sent as torch.save bytes were read with torch.load and none of a reply's checks (a 2 MB
+    deflated blob became a 2 GB tensor in the grader). Anything but a dict of tensors is no output."""
+    import io
+
+    import torch
+
+    from autograder.grade import _load_outputs
+
+    blob = io.BytesIO()
+    torch.save({"y": torch.ones(3)}, blob)
+    assert _load_outputs(blob.getvalue()) == {}
+    assert _load_outputs(bytearray(blob.getvalue())) == {}
+    assert _load_outputs({"y": torch.ones(3), "n": 3, 4: torch.ones(1)}).keys() == {"y"}
+
+
+def test_a_tapes_checks_take_time_in_proportion_to_its_length() -> None:
+    """Red team 15: the check of refused ops looked each name up in a list, so a tape of 80,000 different refused names
+    took 33 s in the grader, after its case's limit. A tape of 100,000 takes well under a second."""
+    from autograder.tape import problems
+
+    entries = [{"kind": "op", "op": f"aten.refused_{i}.default"} for i in range(100_000)]
+    t0 = time.monotonic()
+    said = problems({"entries": entries}, "/kernels.py")
+    assert time.monotonic() - t0 < 10.0
+    assert "computed with PyTorch" in said and said.count("refused_") == 6
 
 
 def test_a_reply_that_expands_past_the_limit_or_holds_itself_is_refused() -> None:
