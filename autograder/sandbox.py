@@ -1,4 +1,5 @@
-"""Where a worker may write: its own directories, enforced by the kernel where Linux allows it.
+"""Where a worker may write (its own directories) and what in /dev it may read, enforced by the kernel where Linux
+allows it.
 
 The trusted processes (the grader, the replayer) load code from files: Python modules from the repository and
 site-packages, and Triton's compiled modules (its driver's utilities, each kernel's launcher) from Triton's cache. A
@@ -19,9 +20,13 @@ So a worker gets directories of its own before the submission is imported (`conf
   autograder/integrity.py can see. Without Landlock the Python-level guards are all there is (docs/integrity.md says
   what they miss).
 
-Landlock needs no privileges; reading, executing and the GPU's ioctls are left as they are. A worker run by root
-(as on Gradescope) also gives up root's powers but over files (`drop_capabilities`): with them it could push input
-into the instructor's terminal or make device nodes, whatever Landlock allows.
+The same domain lets it read files anywhere but in /dev, where it reads only those devices and its own directories:
+not a terminal, whose keys it would otherwise read while the instructor types. Landlock needs no privileges;
+executing and the GPU's ioctls are left as they are. A worker run by root (as on Gradescope) also gives up root's
+powers but over files (`drop_capabilities`), and a seccomp filter refuses the system calls Landlock does not judge
+(`refuse_system_calls`: file modes and owners, objects that outlive the process); on a GPU both come before CUDA
+starts, so that the driver's threads hold neither (`restrict_process`), and Landlock after, since CUDA does not start
+under it.
 
 The replayer gets the same (`confine_replayer`), in directories of its own: it runs none of the submission's Python,
 but it runs Triton's code generator over the submission's kernels and, under the CPU interpreter, their bodies as
