@@ -111,6 +111,11 @@ def _skipped(name: str) -> bool:
     return name == "__pycache__" or name.startswith(".")
 
 
+def _skipped_path(name: str) -> bool:
+    """An archive member under a skipped name, as a folder's would be (a bytecode cache, a hidden file)."""
+    return any(_skipped(part) for part in name.replace("\\", "/").split("/") if part not in ("", ".", ".."))
+
+
 def _kind(mode: int) -> str:
     return ("a symbolic link" if stat.S_ISLNK(mode) else "a named pipe" if stat.S_ISFIFO(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
@@ -213,16 +218,16 @@ def unpack(sub: Submission, dest: Path, files: list[tuple[str, int]] | None = No
         _copy_vetted(src, files, dest)
     elif src.name.endswith(".zip"):
         with zipfile.ZipFile(contents()) as zf:
-            infos = zf.infolist()
+            infos = [i for i in zf.infolist() if not _skipped_path(i.filename)]
             _within_limits((i.file_size for i in infos), src.name)  # extraction stops at each member's stated size
             _safe_members([i.filename for i in infos], dest)
-            zf.extractall(dest)  # plain files and folders, with the grader's modes: zipfile makes no links, sets no mode
+            zf.extractall(dest, members=infos)  # plain files and folders, with the grader's modes: zipfile makes no links, sets no mode
     elif src.name.endswith((".tar", ".tar.gz", ".tgz")):
         with tarfile.open(fileobj=contents()) as tf:
             members = []
             def kept(tf: tarfile.TarFile) -> Iterator[int]:  # read header by header: a bomb is stopped at the limit
                 for m in tf:
-                    if m.isfile() or m.isdir():  # no links, no devices
+                    if (m.isfile() or m.isdir()) and not _skipped_path(m.name):  # no links, no devices, no caches
                         members.append(_normalized(m))
                     yield m.size if m.isfile() else 0
             _within_limits(kept(tf), src.name)

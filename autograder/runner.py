@@ -539,10 +539,14 @@ MAX_REPLY_NODES = 1_000_000
 MAX_PICKLE_BYTES = 4 << 20
 
 
+_LARGEST_INT = 2**64
+
+
 def expanded_size(value: Any, limit: int) -> int | None:
     """How many containers and values `value` holds counted as a tree (a container reached by two paths counts
-    twice), or None past `limit` or on a cycle. Linear in the object graph: each container is sized once. A 2 KB
-    pickle of a chain of lists, each holding the next twice, expands to 2**64 leaves ("billion laughs")."""
+    twice), or None past `limit`, on a cycle or on an integer past 64 bits. Linear in the object graph: each container
+    is sized once. A 2 KB pickle of a chain of lists, each holding the next twice, expands to 2**64 leaves ("billion
+    laughs")."""
     sizes: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]  # every container stays alive in `value`: ids are not reused
@@ -563,6 +567,8 @@ def expanded_size(value: Any, limit: int) -> int | None:
             continue
         if key in on_path:
             return None  # a cycle
+        if any(type(c) is int and not -_LARGEST_INT <= c <= _LARGEST_INT for c in children):
+            return None  # no honest reply holds a number past 64 bits, and arithmetic on one costs its digits squared
         on_path.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in children if isinstance(c, (dict, list, tuple)))

@@ -354,6 +354,36 @@ def tensor_refs(value: Any) -> list[list]:
     return found
 
 
+# What a tensor reference's numbers may be: PyTorch's own limits (at most 64 dimensions; sizes, strides and offsets in
+# int64), so that no check in the grader does arithmetic on numbers whose size the worker chose (red team 16: an
+# output's shape of 50,000 dimensions, each a 4,300-digit string that int() read, made the check of the largest output
+# quadratic in big integers: 31 hours).
+MAX_DIMS = 64
+MAX_EXTENT = 2**63 - 1
+
+
+def _extents(values: Any) -> bool:
+    return (isinstance(values, list) and len(values) <= MAX_DIMS
+            and all(type(v) is int and 0 <= v <= MAX_EXTENT for v in values))
+
+
+def malformed_ref(tape: dict) -> list | None:
+    """The first tensor reference anywhere in the tape (inputs, outputs, every entry's arguments and results, every
+    descriptor's shape) whose shape, strides or offset are not what a PyTorch tensor can have, or None."""
+    for ref in tensor_refs(tape):
+        if len(ref) != 6 or not (_extents(ref[2]) and _extents(ref[3]) and len(ref[2]) == len(ref[3])
+                                 and type(ref[1]) is int and 0 <= ref[1] <= MAX_EXTENT):
+            return ref
+    for entry in tape.get("entries", []):
+        for arg in entry.get("args", []) if isinstance(entry, dict) and isinstance(entry.get("args"), list) else []:
+            shape = arg.get("desc", {}).get("shape") if isinstance(arg, dict) and isinstance(arg.get("desc"), dict) else None
+            if isinstance(shape, dict):
+                shape = shape.get("tuple")
+            if shape is not None and not _extents(shape):
+                return [shape]
+    return None
+
+
 def scalar_reads(tape: dict) -> int:
     return sum(1 for e in tape.get("entries", []) if e.get("kind") == "op" and op_name(e.get("op", "")) == SCALAR_READ)
 
@@ -371,6 +401,9 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
         return "The grader received no readable record of your call (something changed what the worker sends back)."
     if tape.get("unrecorded"):
         return str(tape["unrecorded"][0])
+    if malformed_ref(tape) is not None:
+        return ("The record of your call is malformed (a tensor no PyTorch call makes: something changed what the "
+                "worker sends back).")
     forbidden: dict[str, None] = {}  # in the order met, each once (a set's look-up: a list's made 80,000 names quadratic)
     launches = 0
     for entry in tape["entries"]:
@@ -438,9 +471,10 @@ def _largest_output(tape: dict) -> int:
 
 
 def _prod(shape: list) -> int:
+    """The elements of a shape malformed_ref() passed (at most 64 sizes, each within int64)."""
     n = 1
     for s in shape:
-        n *= int(s)
+        n = min(n * s, MAX_EXTENT) if type(s) is int else 0  # saturates: no big integers, whatever the record says
     return n
 
 

@@ -629,6 +629,23 @@ class _Session:
         self._send_bytes(buf.getvalue())
 
 
+def _sources_only(folder: Path) -> None:
+    """Modules found in `folder` (and beneath it) load from their .py source alone: not from a .pyc without source,
+    not as native extensions."""
+    from importlib.machinery import SOURCE_SUFFIXES, FileFinder, SourceFileLoader
+
+    root = os.path.realpath(folder)
+
+    def hook(path: str) -> FileFinder:
+        real = os.path.realpath(path or ".")
+        if real != root and not real.startswith(root + os.sep):
+            raise ImportError("not the submission's folder")  # the next hook, Python's own, takes it
+        return FileFinder(path, (SourceFileLoader, SOURCE_SUFFIXES))
+
+    sys.path_hooks.insert(0, hook)
+    sys.path_importer_cache.clear()
+
+
 def main(conn: Connection, lifeline: Connection, slug: str, submission: str, device_name: str, log_path: str) -> None:
     try:
         os.setsid()  # its own process group: the grader ends everything this process starts
@@ -665,6 +682,11 @@ def main(conn: Connection, lifeline: Connection, slug: str, submission: str, dev
     spec, torch = session.spec, session.torch
     submission_file = session.submission_file
 
+    # The submission runs as the source the grader read: never bytecode beside it (an archive's __pycache__ held an
+    # unchecked-hash .pyc that Python ran in place of kernels.py, red team 16), nor a module that is only bytecode or a
+    # native library in its folder.
+    sys.pycache_prefix = os.path.join(confinement.root, "pycache")
+    _sources_only(Path(submission_file).parent)
     sys.path.insert(0, str(Path(submission_file).parent))
     from course.loader import load_module
 

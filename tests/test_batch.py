@@ -393,3 +393,25 @@ def test_a_students_name_cannot_rewrite_the_batchs_output(tmp_path: Path, monkey
     board = (tmp_path / "out" / "leaderboard.md").read_text().splitlines()
     assert len(board) == 3 and board[2].count(" | ") == 3 and "\\| 99.0 \\|" in board[2], board
     assert len([s for s in said if s.startswith("[")]) == 1 and "\n" not in said[1], said
+
+
+@pytest.mark.parametrize("kind", ["zip", "tgz"])
+def test_an_archive_is_unpacked_as_a_folder_is_copied_without_bytecode_or_hidden_files(tmp_path: Path, kind: str) -> None:
+    """Red team 16: a folder's __pycache__ was skipped but an archive's was extracted, and its .pyc ran in place of
+    kernels.py. An archive's members under __pycache__ or a hidden name are skipped like a folder's."""
+    archive = tmp_path / "in" / f"mallory.{kind}"
+    archive.parent.mkdir()
+    members = {"rmsnorm/kernels.py": b"x = 1\n", "rmsnorm/__pycache__/kernels.cpython-311.pyc": b"\0" * 16,
+               "rmsnorm/.hidden/evil.py": b"y = 2\n"}
+    if kind == "zip":
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+    else:
+        with tarfile.open(archive, "w:gz") as tf:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    folder = unpack(discover(archive.parent)[0], tmp_path / "work")
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == ["rmsnorm/kernels.py"]

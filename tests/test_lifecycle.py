@@ -403,6 +403,33 @@ def test_a_tapes_checks_take_time_in_proportion_to_its_length() -> None:
     assert "computed with PyTorch" in said and said.count("refused_") == 6
 
 
+@pytest.mark.parametrize("forged", ["digit_strings", "many_big_ints", "huge_int", "bool_dims", "descriptor"])
+def test_a_tape_whose_tensors_no_pytorch_call_makes_is_refused_at_once(forged: str) -> None:
+    """Red team 16: an output's shape of 50,000 sizes, each a 4,300-digit string (pickled once, referred to after), made
+    the grader's check of the largest output multiply big integers for hours, past every limit. A tensor reference's
+    shape, strides and offset are PyTorch's (at most 64 sizes in int64), checked first; and no reply may hold an
+    integer past 64 bits."""
+    from autograder.runner import expanded_size
+    from autograder.tape import problems
+
+    big = "9" * 4300
+    shape = {"digit_strings": [big] * 50_000, "many_big_ints": [2**62] * 50_000, "huge_int": [2**1800],
+             "bool_dims": [True, 4], "descriptor": [4]}[forged]
+    out = {"T": [0, 0, shape, [1] * len(shape), "float32", "cpu"]}
+    launch = {"kind": "launch", "file": "/kernels.py", "kernel": "k", "grid": [1], "args": []}
+    if forged == "descriptor":
+        launch["args"] = [{"desc": {"shape": [2**70, 2**70]}}]
+    tape = {"entries": [launch], "inputs": {}, "outputs": {"y": out}}
+    t0 = time.monotonic()
+    assert "malformed" in problems(tape, "/kernels.py", required_kernel="k")
+    assert time.monotonic() - t0 < 2.0
+    if forged == "huge_int":
+        assert expanded_size(tape, 1000) is None
+    honest = {"entries": [launch | {"args": []}], "inputs": {},
+              "outputs": {"y": {"T": [0, 0, [3, 4], [4, 1], "float32", "cpu"]}}}
+    assert "malformed" not in problems(honest, "/kernels.py")
+
+
 def test_a_reply_that_expands_past_the_limit_or_holds_itself_is_refused() -> None:
     """A 2 KB pickle of lists each holding the next twice is 2**64 leaves to every walk of it (red team 10's tape)."""
     import io

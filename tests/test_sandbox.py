@@ -408,3 +408,40 @@ def test_a_process_with_another_thread_is_not_confined(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code, str(submission)], env=env, capture_output=True, text=True,
                           timeout=120, cwd=REPO_ROOT)
     assert "refused: the worker was about to be confined with 2 threads running" in done.stdout, done.stderr
+
+
+_PYC_SOURCE = '''
+try:
+    import helper  # only helper.pyc lies beside kernels.py
+except ImportError:
+    helper = None
+if helper is not None:
+    raise RuntimeError("LOADED-HELPER-PYC")
+'''
+
+
+def test_the_worker_runs_the_source_not_bytecode_left_beside_it(tmp_path: Path) -> None:
+    """Red team 16: an archive's __pycache__ held an unchecked-hash .pyc (PEP 552: never compared with its source),
+    and Python ran it in place of kernels.py: code in the worker that no reading of kernels.py shows. The worker reads
+    bytecode only from its own empty cache, and a module that is only bytecode in the submission's folder is not found."""
+    import importlib.util
+    import py_compile
+
+    from autograder.grade import Selection, grade_assignment
+
+    folder = tmp_path / "rmsnorm"
+    folder.mkdir()
+    source = (REPO_ROOT / "solutions" / "rmsnorm" / "kernels.py").read_text() + _PYC_SOURCE
+    (folder / "kernels.py").write_text(source)
+    hidden = tmp_path / "hidden.py"
+    hidden.write_text("raise RuntimeError('RAN-THE-PYC')\n")
+    pyc = Path(importlib.util.cache_from_source(str(folder / "kernels.py")))
+    pyc.parent.mkdir()
+    py_compile.compile(str(hidden), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    helper = tmp_path / "helper.py"
+    helper.write_text("X = 1\n")
+    py_compile.compile(str(helper), cfile=str(folder / "helper.pyc"))
+    result = grade_assignment("rmsnorm", folder / "kernels.py", "cpu", seed=0, timeout=60, selection=Selection(max_cases=1))
+    messages = " ".join(c.message for c in result.cases)
+    assert "RAN-THE-PYC" not in messages and "LOADED-HELPER-PYC" not in messages
+    assert result.cases[0].status == "passed", messages
