@@ -50,7 +50,17 @@ def worker_environment(environ: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
 
 
-MAX_REPLY_BYTES = 16 << 30  # a reply larger than this is refused (the largest honest one is a few outputs)
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 128 << 30
+
+
+# A reply larger than this is refused: the largest honest one is a call's outputs, its setup tensors and its carried
+# state, hundreds of MB at the speed cases' sizes. An eighth of this machine's memory at most, since the grader holds a
+# reply and a copy of it while it reads it: 16 GiB let a worker stream 32 GB into the grader's memory (red team 17).
+MAX_REPLY_BYTES = min(16 << 30, _physical_memory() // 8)
 
 
 class WorkerLost(Exception):

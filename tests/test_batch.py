@@ -415,3 +415,40 @@ def test_an_archive_is_unpacked_as_a_folder_is_copied_without_bytecode_or_hidden
                 tf.addfile(info, io.BytesIO(data))
     folder = unpack(discover(archive.parent)[0], tmp_path / "work")
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == ["rmsnorm/kernels.py"]
+
+
+@pytest.mark.parametrize("hidden_in", ["unknown_type", "long_name"])
+@pytest.mark.parametrize("compression", ["bz2", "gz", "xz"])
+def test_a_tar_is_stopped_at_the_limit_of_what_it_decompresses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               hidden_in: str, compression: str) -> None:
+    """Red team 17: a member of a type tarfile does not know, or a GNU long name, is no file's bytes, yet tarfile
+    decompresses all of it to reach the next header (40 GiB declared in 38 KB took 108 s; a 3 GiB long name, 4 GB of
+    memory). What a tar decompresses to is capped, and every member's size counts."""
+    import bz2
+    import gzip
+    import lzma
+
+    import autograder.batch as batch
+
+    monkeypatch.setattr(batch, "MAX_UNPACKED_BYTES", 4 << 20)
+    monkeypatch.setattr(batch, "_TAR_SLACK", 1 << 20)
+    kernels = b"x = 1\n"
+    first = tarfile.TarInfo("rmsnorm/kernels.py")
+    first.size = len(kernels)
+    hidden = tarfile.TarInfo("junk" if hidden_in == "unknown_type" else "././@LongLink")
+    hidden.type = b"Z" if hidden_in == "unknown_type" else tarfile.GNUTYPE_LONGNAME
+    hidden.size = 64 << 20
+    raw = (first.tobuf(format=tarfile.GNU_FORMAT) + kernels + b"\0" * (512 - len(kernels))
+           + hidden.tobuf(format=tarfile.GNU_FORMAT) + bytes(hidden.size) + b"\0" * 1024)
+    compress = {"bz2": bz2.compress, "gz": gzip.compress, "xz": lzma.compress}[compression]
+    archive = tmp_path / "in" / "mallory.tar"  # any compression, whatever the name says
+    archive.parent.mkdir()
+    archive.write_bytes(compress(raw))
+    assert archive.stat().st_size < 1 << 20
+    with pytest.raises(BatchError, match="more than"):
+        unpack(discover(archive.parent)[0], tmp_path / "work")
+    honest = tmp_path / "in2" / "bob.tgz"
+    honest.parent.mkdir()
+    with tarfile.open(honest, "w:gz") as tf:
+        tf.addfile(first, io.BytesIO(kernels))
+    assert (unpack(discover(honest.parent)[0], tmp_path / "work2") / "rmsnorm" / "kernels.py").read_bytes() == kernels

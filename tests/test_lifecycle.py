@@ -313,7 +313,11 @@ def test_a_length_announced_costs_nothing_until_its_bytes_come() -> None:
     import struct
     import tracemalloc
 
-    from autograder.runner import read_message
+    from autograder.runner import MAX_REPLY_BYTES, _physical_memory, read_message
+
+    # Red team 17 streamed 5 GiB into the grader, which held it and a copy (16 GiB allowed: 32 GB). A reply may take an
+    # eighth of the machine's memory at most.
+    assert MAX_REPLY_BYTES <= _physical_memory() // 8
 
     class End:
         def __init__(self, sock: socket.socket) -> None:
