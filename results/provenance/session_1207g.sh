@@ -16,15 +16,15 @@ if grep -q H200 "$W/gpu.txt"; then
   rm -f "$W/h200/results.tar.gz"; pack; exit 0
 fi
 t0=$(date +%s)
-AUTOGRADER_TEST_DEVICE=cuda timeout 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_sandbox.py \
+AUTOGRADER_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -rs tests/test_sandbox.py \
   > "$W/pytest_sandbox.txt" 2>&1
 echo "pytest sandbox: exit $?, $(( $(date +%s) - t0 )) s"; grep -E "passed|failed|^FAILED|SKIPPED" "$W/pytest_sandbox.txt" | tail -6; pack
 t0=$(date +%s)
-timeout 200 python3 -m autograder grade --solutions --device cuda --skip-doctor --max-cases 1 --json "$W/grade_solutions.json" \
+timeout 180 python3 -m autograder grade --solutions --device cuda --skip-doctor --max-cases 1 --json "$W/grade_solutions.json" \
   > "$W/grade_solutions.txt" 2>&1
 echo "grade --solutions: exit $?, $(( $(date +%s) - t0 )) s"; grep -E "^Total|^Graded" "$W/grade_solutions.txt" | tail -3; pack
 t0=$(date +%s)
-timeout 120 python3 results/provenance/reply_sizes.py cuda 1 ${REPLY_SLUGS:-flash_attention quant_matmul} \
+timeout 90 python3 results/provenance/reply_sizes.py cuda 1 ${REPLY_SLUGS:-flash_attention quant_matmul} \
   > "$W/reply_sizes.txt" 2> "$W/reply_sizes_stderr.txt"
 echo "reply_sizes: exit $?, $(( $(date +%s) - t0 )) s"; grep -v Warn "$W/reply_sizes.txt" | tail -4; pack
 t0=$(date +%s)
