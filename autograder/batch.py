@@ -271,7 +271,7 @@ def unpack(sub: Submission, dest: Path, files: list[tuple[str, int]] | None = No
             infos = [i for i in zf.infolist() if not _skipped_path(i.filename)]
             _within_limits((i.file_size for i in infos), src.name)  # extraction stops at each member's stated size
             _safe_members([i.filename for i in infos], dest)
-            zf.extractall(dest, members=infos)  # plain files and folders, with the grader's modes: zipfile makes no links, sets no mode
+            zf.extractall(dest, members=infos)  # plain files and folders: zipfile makes no links and sets no mode
     elif src.name.endswith((".tar", ".tar.gz", ".tgz")):
         with tarfile.open(fileobj=_decompressed(_read_vetted(src, files[0][1]), src.name), mode="r:") as tf:
             members = []

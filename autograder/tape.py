@@ -376,7 +376,8 @@ def malformed_ref(tape: dict) -> list | None:
             return ref
     for entry in tape.get("entries", []):
         for arg in entry.get("args", []) if isinstance(entry, dict) and isinstance(entry.get("args"), list) else []:
-            shape = arg.get("desc", {}).get("shape") if isinstance(arg, dict) and isinstance(arg.get("desc"), dict) else None
+            desc = arg.get("desc") if isinstance(arg, dict) else None
+            shape = desc.get("shape") if isinstance(desc, dict) else None
             if isinstance(shape, dict):
                 shape = shape.get("tuple")
             if shape is not None and not _extents(shape):
@@ -404,7 +405,7 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
     if malformed_ref(tape) is not None:
         return ("The record of your call is malformed (a tensor no PyTorch call makes: something changed what the "
                 "worker sends back).")
-    forbidden: dict[str, None] = {}  # in the order met, each once (a set's look-up: a list's made 80,000 names quadratic)
+    forbidden: dict[str, None] = {}  # in the order met, each once (a list's look-up made 80,000 names quadratic)
     launches = 0
     for entry in tape["entries"]:
         if not isinstance(entry, dict):
@@ -427,8 +428,8 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
             return "The record of your call is malformed."
     if forbidden:
         return (
-            f"The graded call computed with PyTorch ({', '.join(list(forbidden)[:6])}). Besides your Triton kernels it may only "
-            "allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
+            f"The graded call computed with PyTorch ({', '.join(list(forbidden)[:6])}). Besides your Triton kernels it "
+            "may only allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
         )
     if launches == 0:
         return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
