@@ -81,7 +81,7 @@ def discover(folder: Path) -> list[Submission]:
     subs = []
     for name, entries in by_name.items():
         problem = ""
-        if len(entries) > 1:  # that student's alone: one name chosen to clash once stopped the whole class (red team 15)
+        if len(entries) > 1:  # that student's alone: a name chosen to clash once stopped the whole class (red team 15)
             shown = ", ".join(sorted(e.name for e in entries))
             problem = f"two entries give the same student name ({shown}): keep one and grade again"
         subs.append(Submission(name, sorted(entries)[0], problem))

@@ -429,7 +429,8 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
     if forbidden:
         return (
             f"The graded call computed with PyTorch ({', '.join(list(forbidden)[:6])}). Besides your Triton kernels it "
-            "may only allocate, view and copy tensors: compute the result in your kernel." + (f" {note}" if note else "")
+            "may only allocate, view and copy tensors: compute the result in your kernel."
+            + (f" {note}" if note else "")
         )
     if launches == 0:
         return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."

@@ -40,7 +40,8 @@ for slug in slugs:
     mine = seen[first:]
     rows.append({"slug": slug, "replies": len(mine), "largest_pickle": max(p for p, _ in mine),
                  "largest_reply": max(r for _, r in mine), "points": round(sum(c.score for c in result.cases), 2),
-                 "max_points": round(sum(c.max_score for c in result.cases), 2), "seconds": round(time.perf_counter() - t0, 1)})
+                 "max_points": round(sum(c.max_score for c in result.cases), 2),
+                 "seconds": round(time.perf_counter() - t0, 1)})
     print(json.dumps(rows[-1]), flush=True)
-print(f"largest pickle over {sum(r['replies'] for r in rows)} replies: {max(r['largest_pickle'] for r in rows):,} bytes "
-      f"(MAX_PICKLE_BYTES {runner.MAX_PICKLE_BYTES:,})")
+replies, largest = sum(r["replies"] for r in rows), max(r["largest_pickle"] for r in rows)
+print(f"largest pickle over {replies} replies: {largest:,} bytes (MAX_PICKLE_BYTES {runner.MAX_PICKLE_BYTES:,})")
