@@ -396,7 +396,8 @@ def test_a_students_name_cannot_rewrite_the_batchs_output(tmp_path: Path, monkey
 
 
 @pytest.mark.parametrize("kind", ["zip", "tgz"])
-def test_an_archive_is_unpacked_as_a_folder_is_copied_without_bytecode_or_hidden_files(tmp_path: Path, kind: str) -> None:
+def test_an_archive_is_unpacked_as_a_folder_is_copied_without_bytecode_or_hidden_files(tmp_path: Path,
+                                                                                        kind: str) -> None:
     """Red team 16: a folder's __pycache__ was skipped but an archive's was extracted, and its .pyc ran in place of
     kernels.py. An archive's members under __pycache__ or a hidden name are skipped like a folder's."""
     archive = tmp_path / "in" / f"mallory.{kind}"

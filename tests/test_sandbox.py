@@ -423,7 +423,8 @@ if helper is not None:
 def test_the_worker_runs_the_source_not_bytecode_left_beside_it(tmp_path: Path) -> None:
     """Red team 16: an archive's __pycache__ held an unchecked-hash .pyc (PEP 552: never compared with its source),
     and Python ran it in place of kernels.py: code in the worker that no reading of kernels.py shows. The worker reads
-    bytecode only from its own empty cache, and a module that is only bytecode in the submission's folder is not found."""
+    bytecode only from its own empty cache, and a module that is only bytecode in the submission's folder is not
+    found."""
     import importlib.util
     import py_compile
 
@@ -441,7 +442,8 @@ def test_the_worker_runs_the_source_not_bytecode_left_beside_it(tmp_path: Path) 
     helper = tmp_path / "helper.py"
     helper.write_text("X = 1\n")
     py_compile.compile(str(helper), cfile=str(folder / "helper.pyc"))
-    result = grade_assignment("rmsnorm", folder / "kernels.py", "cpu", seed=0, timeout=60, selection=Selection(max_cases=1))
+    result = grade_assignment("rmsnorm", folder / "kernels.py", "cpu", seed=0, timeout=60,
+                              selection=Selection(max_cases=1))
     messages = " ".join(c.message for c in result.cases)
     assert "RAN-THE-PYC" not in messages and "LOADED-HELPER-PYC" not in messages
     assert result.cases[0].status == "passed", messages
