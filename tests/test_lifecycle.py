@@ -223,20 +223,13 @@ def test_a_message_is_read_whole_by_its_deadline_or_not_at_all() -> None:
 
     from autograder.runner import read_message
 
-    class End:
-        def __init__(self, sock: socket.socket) -> None:
-            self.sock = sock
-
-        def fileno(self) -> int:
-            return self.sock.fileno()
-
     a, b = socket.socketpair()
     try:
         b.sendall(struct.pack("!i", 5) + b"hello")
-        assert bytes(read_message(End(a), time.monotonic() + 5, 100) or b"") == b"hello"
+        assert bytes(read_message(a, time.monotonic() + 5, 100) or b"") == b"hello"
         b.sendall(struct.pack("!i", 100 << 20))  # a length, and nothing after it
         t0 = time.monotonic()
-        assert read_message(End(a), time.monotonic() + 1.0, 1 << 30) is None
+        assert read_message(a, time.monotonic() + 1.0, 1 << 30) is None
         assert time.monotonic() - t0 < 3.0
         a.close()
         a, b = socket.socketpair()
@@ -252,19 +245,19 @@ def test_a_message_is_read_whole_by_its_deadline_or_not_at_all() -> None:
 
         threading.Thread(target=trickle, daemon=True).start()
         t0 = time.monotonic()
-        assert read_message(End(a), time.monotonic() + 1.0, 1 << 30) is None  # a byte every 10 ms: 10 s for it all
+        assert read_message(a, time.monotonic() + 1.0, 1 << 30) is None  # a byte every 10 ms: 10 s for it all
         assert time.monotonic() - t0 < 3.0
         a.close()
         a, b = socket.socketpair()
         b.sendall(struct.pack("!i", 1 << 20))
         with pytest.raises(ValueError):
-            read_message(End(a), time.monotonic() + 1.0, 1000)
+            read_message(a, time.monotonic() + 1.0, 1000)
         b.close()
         a2, b2 = socket.socketpair()
         b2.sendall(struct.pack("!i", 10) + b"abc")
         b2.close()
         with pytest.raises(EOFError):
-            read_message(End(a2), time.monotonic() + 1.0, 100)
+            read_message(a2, time.monotonic() + 1.0, 100)
         a2.close()
     finally:
         a.close()
@@ -319,18 +312,11 @@ def test_a_length_announced_costs_nothing_until_its_bytes_come() -> None:
     # eighth of the machine's memory at most.
     assert MAX_REPLY_BYTES <= _physical_memory() // 8
 
-    class End:
-        def __init__(self, sock: socket.socket) -> None:
-            self.sock = sock
-
-        def fileno(self) -> int:
-            return self.sock.fileno()
-
     a, b = socket.socketpair()
     try:
         b.sendall(struct.pack("!i", -1) + struct.pack("!Q", 4 << 30) + b"x" * 1000)
         tracemalloc.start()
-        assert read_message(End(a), time.monotonic() + 0.5, 16 << 30) is None
+        assert read_message(a, time.monotonic() + 0.5, 16 << 30) is None
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert peak < 128 << 20, peak
@@ -339,7 +325,7 @@ def test_a_length_announced_costs_nothing_until_its_bytes_come() -> None:
 
         c, d = socket.socketpair()
         threading.Thread(target=lambda: d.sendall(struct.pack("!i", len(payload)) + payload), daemon=True).start()
-        assert bytes(read_message(End(c), time.monotonic() + 30, 1 << 30) or b"") == payload
+        assert bytes(read_message(c, time.monotonic() + 30, 1 << 30) or b"") == payload
         c.close()
         d.close()
     finally:
