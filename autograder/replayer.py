@@ -24,6 +24,7 @@ import os
 import random
 import sys
 from multiprocessing.connection import Connection
+from collections.abc import Callable
 from typing import Any
 
 from autograder.lifecycle import device_usable, refuse_ptrace, watch_lifeline
@@ -47,6 +48,7 @@ class _Replayer:
         self.spec = load_spec(slug)
         self.device = torch.device(device_name)
         self.interpret = device_name == "cpu"
+        self._baseline_pool: Any = None
         self.submission_file = submission_file
         self.problem = ""
         try:
@@ -247,12 +249,22 @@ class _Replayer:
                 inputs.update(sc.baseline_setup(inputs, params))
             replay = self.replay(request["tape"])
             replay.run(replay.bind(given))
-            (sc.baseline or self.spec.baseline)(inputs, params)
+            with self.baseline_memory():
+                (sc.baseline or self.spec.baseline)(inputs, params)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001  (the timing meets the same failure, and reports it)
             return {"status": "error", "message": _first_lines(f"{type(exc).__name__}: {exc}")}
         return {"status": "ok"}
+
+    def baseline_memory(self) -> Any:
+        """On a GPU, the baseline allocates from a memory pool of its own. Its returned output is poisoned after each
+        call, but the blocks it frees (its intermediates: an answer in float32 before the cast, a normalised row before
+        its weight) would otherwise go back to PyTorch's caching allocator, which may hand them to the next replayed
+        call, and a kernel on a GPU reads wherever it points."""
+        if self._baseline_pool is None:
+            self._baseline_pool = baseline_pool(self.device)
+        return self._baseline_pool()
 
     def time(self, request: dict) -> dict:
         """Time the tape (as "submission") and the baseline, interleaved, each call on new inputs."""
@@ -308,7 +320,8 @@ class _Replayer:
             return replay.run(arg["state"])
 
         def baseline_call(arg: dict) -> Any:
-            return baseline(arg["inputs"], params)
+            with self.baseline_memory():
+                return baseline(arg["inputs"], params)
 
         def timed_inputs(r: int) -> dict:
             current.clear()  # the previous rep's inputs are dropped before the next are made
@@ -368,6 +381,22 @@ class _Replayer:
             current.clear()
         return {"status": "ok", "times": times, "copy_gbps": copy_gbps, "kernels": kernels,
                 "outputs": {str(r): t for r, t in kept.items()}}
+
+
+def baseline_pool(device: Any) -> Callable[[], Any]:
+    """A factory of contexts in which the current thread's allocations on `device` come from one memory pool of their
+    own (torch.cuda.MemPool), and go back to it when freed; on a CPU, or a PyTorch without memory pools, contexts that
+    change nothing."""
+    import contextlib
+
+    import torch
+
+    if device.type != "cuda" or not hasattr(torch.cuda, "MemPool") or not hasattr(torch.cuda, "use_mem_pool"):
+        return contextlib.nullcontext
+    # use_mem_pool wants a device with its index ("cuda" alone was refused on the first GPU run of this pool)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    pool = torch.cuda.MemPool()
+    return lambda: torch.cuda.use_mem_pool(pool, torch.device("cuda", index))
 
 
 class CheckedCalls:

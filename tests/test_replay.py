@@ -3,6 +3,8 @@ the compile check, and replaying (and refusing) tapes written by hand as a forge
 
 from __future__ import annotations
 
+import os
+
 import torch
 import pytest
 
@@ -441,6 +443,8 @@ def test_setup_tensors_reach_the_replay_in_memory_of_their_own() -> None:
 
 
 NARROWED = """
+import os
+
 import torch
 from autograder import kernel_check, kernel_source
 kernel_source.narrow_code_generator()  # as the replayer's main() does, for its whole process
@@ -519,3 +523,29 @@ def test_carried_memory_past_the_allowance_is_replayed_poisoned() -> None:
     read["storages"].update(storages)
     problem, _ = replayer._kept_state(part, {"tape": read, "params": {}, "seed": 1})
     assert problem.startswith("Your call read 400 bytes of memory kept from before it")
+
+
+@pytest.mark.skipif(os.environ.get("AUTOGRADER_TEST_DEVICE") != "cuda", reason="on a GPU: AUTOGRADER_TEST_DEVICE=cuda")
+def test_what_the_baseline_frees_is_never_handed_to_a_replayed_call() -> None:
+    """The caching allocator hands a freed block to the next allocation of its size: without the baseline's pool, the
+    block below would come back as the replay's output, holding the baseline's intermediate."""
+    from autograder.replayer import baseline_pool
+
+    device = torch.device("cuda")  # no index, as the replayer is given it
+    in_baseline_pool = baseline_pool(device)
+    with in_baseline_pool():
+        freed = torch.full((1 << 20,), 7.0, device=device)
+        address = freed.data_ptr()
+        del freed
+    taken = [torch.empty(1 << 20, device=device) for _ in range(4)]
+    assert address not in {t.data_ptr() for t in taken}
+    with in_baseline_pool():  # the baseline's next call reuses its own blocks
+        assert torch.empty(1 << 20, device=device).data_ptr() == address
+
+
+def test_on_a_cpu_the_baseline_allocates_as_everything_else() -> None:
+    import contextlib
+
+    from autograder.replayer import baseline_pool
+
+    assert baseline_pool(torch.device("cpu")) is contextlib.nullcontext
