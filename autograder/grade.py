@@ -271,11 +271,12 @@ def _replay_verdict(part: Part, params: dict, reply: dict, reference: dict[str, 
 def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, torch.Tensor]) -> tuple[bool, str]:
     """Whether the part's kernel, launched by the grader itself on the replay's inputs (Part.kernel_probe), gave the
     right answer too, and a sentence when not."""
-    name = part.launches_with_descriptors
+    name = part.probed_kernel
+    how = ("its descriptors, a tile of the grader's choosing, programs that each take one or more tiles"
+           if part.launches_with_descriptors else "its arguments, with launch settings of the grader's choosing")
     lead = (
-        f"The grader also launches your `{name}` itself, as the given launcher does (its descriptors, a tile of the "
-        "grader's choosing, programs that each take one or more tiles), on new inputs, since this part grades that "
-        "kernel: "
+        f"The grader also launches your `{name}` itself, as the given launcher does ({how}), on new inputs, since this "
+        "part grades that kernel: "
     )
     if not isinstance(probe, dict):
         return False, lead + "the grader received no result from that launch."
@@ -331,7 +332,7 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
         waited = time.perf_counter()  # the replay ran while the worker worked: only the wait for it counts
         try:
             what = f"replaying {result.name}" + (
-                f" and launching your {part.launches_with_descriptors} on it with the grader's tile" if part.kernel_probe else "")
+                f" and launching your {part.probed_kernel} on it with the grader's settings" if part.kernel_probe else "")
             reply = replayer.collect(job.request_id, limits.current, what)
         except WorkerLost as lost:
             timed_out = str(lost).startswith("Timed out")
@@ -473,7 +474,7 @@ def _judge_reply(spec: Assignment, part: Part, case: Case, reply: dict, seed: in
     ok, message = _judge(part, case.params, reply, reference, device, spec.forbidden_note)
     if ok:  # the worker's account holds: its tape must say the same, as data, and replay to the answer
         problem = tapes.problems(reply.get("tape"), submission_file, spec.forbidden_ops, device.type, spec.forbidden_note,
-                                 part.launches_with_descriptors)  # fmt: skip
+                                 part.launches_with_descriptors, part.launches)  # fmt: skip
         if problem:
             ok, message = False, problem
     result.status, result.message = ("passed" if ok else "failed"), message
@@ -583,7 +584,7 @@ def _record_speed(spec: Assignment, index: int, worker: Worker, replayer: Replay
             (reply.get("problems") or [""])[0]
             or _recorded_call_problem(reply, spec.forbidden_note)
             or tapes.problems(tape, os.path.realpath(worker.submission), spec.forbidden_ops, device.type, spec.forbidden_note,
-                              part.launches_with_descriptors)
+                              part.launches_with_descriptors, part.launches)
         )
         if not problem and tapes.scalar_reads(tape):
             problem = (

@@ -199,7 +199,7 @@ class _Replayer:
         from autograder.replay import ReplayRefused, bounded, out_of_bounds
 
         torch = self.torch
-        name = part.launches_with_descriptors
+        name = part.probed_kernel
         kernel = self.launchable.get(name)
         if kernel is None:
             return {"error": f"kernels.py has no @triton.jit function `{name}` at its top level for the grader to launch."}

@@ -73,12 +73,24 @@ class Part:
     # that asks for a particular kernel (the tiling TMA bonus) is not earned by handing its call to another part's
     # kernel, which computes the same product. "" for parts that ask only for a result.
     launches_with_descriptors: str = ""
-    # The grader's own launch of that kernel, as the given launcher makes it (descriptors, a tile, a grid), on a case's
+    # The kernels of kernels.py the graded call (and the timed one) may launch, the first of them at least once: a part
+    # named after a kernel (a split-K decode, a fused RMSNorm-linear, a backward kernel) is not earned by another
+    # kernel of the file that computes the same result (the forward kernel at one query row, an unfused pair, the
+    # forward kernel between swaps). () for parts that ask only for a result. Name every kernel the given launcher
+    # may launch for the part's cases, the forward's too where the call runs it (a backward part).
+    launches: tuple[str, ...] = ()
+    # The grader's own launch of that kernel (or of the first of `launches`), as the given launcher makes it
+    # (descriptors, a tile, a grid), on a case's
     # inputs made anew for it, before the replay: kernel_probe(kernel, inputs, params, device) -> outputs, with `kernel`
     # launchable as kernel[grid](...), and under the interpreter bounded to the tensors it is given.
     # It runs in the replayer, where nothing of the submission runs but its kernels, and its outputs must be right too:
     # a part that grades one kernel is then not earned by a launch of it on a decoy beside another kernel's answer.
     kernel_probe: Callable[[Any, Tensors, Params, torch.device], Tensors] | None = None
+
+    @property
+    def probed_kernel(self) -> str:
+        """The kernel that kernel_probe launches: the one named with descriptors, else the first of `launches`."""
+        return self.launches_with_descriptors or (self.launches[0] if self.launches else "")
 
     def inputs(self, params: Params, seed: int, device: torch.device, fixed_seed: int | None = None) -> Tensors:
         """The inputs drawn from `seed`; with `fixed_seed`, those `setup` reads are drawn from it instead."""

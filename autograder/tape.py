@@ -30,7 +30,7 @@ list, number, string, bool or None.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from autograder.policy import SCALAR_READ, is_allowed, op_name, shown
@@ -390,13 +390,14 @@ def scalar_reads(tape: dict) -> int:
 
 
 def problems(tape: Any, submission_file: str, refused: Collection[str] = (), device: str = "cpu", note: str = "",
-             required_kernel: str = "") -> str:
+             required_kernel: str = "", launches: Sequence[str] = ()) -> str:
     """The first thing the grader refuses in a tape, as a sentence, or ''.
 
     The same rules the worker's recorder applies, checked again on the data: only allowed ops, launches
     only of kernels from kernels.py, at least one of them, no copy from the GPU to the CPU; and where the part
     names a kernel (Part.launches_with_descriptors), a launch of it with descriptors spanning at least the largest
-    output. The replay then runs these launches, so a launch the tape claims is one that really computes.
+    output; where it names the kernels the call may launch (Part.launches), no other kernel, and the first of them.
+    The replay then runs these launches, so a launch the tape claims is one that really computes.
     """
     if not isinstance(tape, dict) or not isinstance(tape.get("entries"), list):
         return "The grader received no readable record of your call (something changed what the worker sends back)."
@@ -406,7 +407,7 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
         return ("The record of your call is malformed (a tensor no PyTorch call makes: something changed what the "
                 "worker sends back).")
     forbidden: dict[str, None] = {}  # in the order met, each once (a list's look-up made 80,000 names quadratic)
-    launches = 0
+    launched = 0
     for entry in tape["entries"]:
         if not isinstance(entry, dict):
             return "The record of your call is malformed."
@@ -421,7 +422,7 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
                 where = str(entry.get("file", "")).rsplit("/", 1)[-1] or "elsewhere"
                 forbidden.setdefault(f"the Triton kernel {entry.get('kernel')} from {where}, not from your kernels.py")
             else:
-                launches += 1
+                launched += 1
             if entry.get("grid") is None:
                 return f"The launch of {entry.get('kernel')} in your call has no grid the grader could record."
         else:
@@ -432,10 +433,15 @@ def problems(tape: Any, submission_file: str, refused: Collection[str] = (), dev
             "may only allocate, view and copy tensors: compute the result in your kernel."
             + (f" {note}" if note else "")
         )
-    if launches == 0:
+    if launched == 0:
         return "The graded call launched none of the Triton kernels in your kernels.py: the result must come from your kernel."
     if required_kernel and descriptor_span(tape, submission_file, required_kernel) < _largest_output(tape):
         return missing_kernel(required_kernel)
+    if launches:
+        kernels = [str(e.get("kernel")) for e in tape["entries"] if e.get("kind") == "launch"]
+        other = next((name for name in kernels if name not in launches), None)
+        if other is not None or launches[0] not in kernels:
+            return outside_kernels(launches, other)
     return _output_problem(tape)
 
 
@@ -446,6 +452,18 @@ def missing_kernel(name: str) -> str:
         f"result must come from it (another kernel of yours computing the same result earns the other part's "
         f"points, not these). Keep the given launcher, which makes the descriptors and launches `{name}`, and fill "
         "in the kernel's body."
+    )
+
+
+def outside_kernels(launches: Sequence[str], other: str | None) -> str:
+    """The sentence for a call whose result did not come from the kernels its part grades (Part.launches)."""
+    named = ", ".join(f"`{k}`" for k in launches)
+    what = (f"launched `{other}`, which is not one of this part's kernels ({named})" if other is not None
+            else f"did not launch `{launches[0]}`")
+    return (
+        f"The graded call {what}: this part grades its own kernels, so its result must come from them (another kernel "
+        "of yours that computes the same result earns its own part's points, not these). Keep the given launcher, "
+        "which launches them, and fill in their bodies."
     )
 
 

@@ -299,6 +299,16 @@ def _run_under(mode: Any, func: Any, args: Any, kwargs: dict) -> Any:
         return func.redispatch(keys & below, *args, **kwargs)
 
 
+def _composite(func: Any) -> bool:
+    """Whether an op is PyTorch's CompositeImplicitAutograd: made of other ops, which its decomposition runs."""
+    import torch
+
+    try:
+        return bool(func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd))
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def _make_recorder() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -308,6 +318,12 @@ def _make_recorder() -> Any:
             kwargs = kwargs or {}
             if is_course_op(func):
                 return _run_under(self, func, args, kwargs)
+            if _composite(func):
+                # Met whole only inside a course op, where autograd (which decomposes it elsewhere) is switched off: a
+                # launcher's `reshape` or `.to` is recorded as the ops it is made of, as it is everywhere else (the
+                # replay refuses a composite op in a record, which it takes for one written by hand).
+                with self:
+                    return func.decompose(*args, **kwargs)
             entry = watch.tape.begin_op(func, args, kwargs) if watch is not None and watch.tape is not None else None
             out = func(*args, **kwargs)
             if watch is not None:

@@ -69,8 +69,7 @@ ONE_KEY_BLOCK = {
     "(1x2x33x64) float32 causal=True",
     "(1x1x19x128) float32 seq_k=50 causal=False",
     "(1x2x3x16) float32 seq_k=1 causal=False",
-    "(3x4x1x16) float32 kv_heads=1 seq_k=5 causal=False",
-}
+}  # the forward parts' cases: the decode bonus grades its own kernels, which these submissions do not have
 ONE_KEY = "(1x2x3x16) float32 seq_k=1 causal=False"
 OUTSIDE = "outside the tolerance"
 WRONG: dict[str, tuple[set[str], str, set[str]]] = {
@@ -149,11 +148,15 @@ def test_untouched_stub_scores_zero_and_names_the_task_to_fill_in() -> None:
             assert c.message == f"Not implemented yet: fill in the TODO marked {task} in kernels.py."
 
 
-def test_a_minimal_honest_kernel_passes_every_forward_and_decode_case() -> None:
+def test_a_minimal_honest_kernel_passes_every_forward_case_and_not_the_decode_bonus() -> None:
     r = graded("correct_minimal")
-    results = cases(r, FORWARD_PARTS + ("flash_attention.decode",))
+    results = cases(r, FORWARD_PARTS)
     assert results and all(status == "passed" for status, _ in results.values()), results
     assert r.score(False) == pytest.approx(80.0)
+    # its one kernel answers one query row too, but the decode bonus grades the split-K kernels (red team 18)
+    decode = cases(r, ("flash_attention.decode",))
+    assert decode and all(status == "failed" and "`_attn_kernel`, which is not one of this part's kernels" in message
+                          for status, message in decode.values()), decode  # fmt: skip
     for status, message in cases(r, ("flash_attention.backward",)).values():
         assert status == "error"
         assert "no autograd history: route the call through FlashAttentionFunction.apply" in message
@@ -162,7 +165,7 @@ def test_a_minimal_honest_kernel_passes_every_forward_and_decode_case() -> None:
 @pytest.mark.parametrize("name", list(WRONG))
 def test_wrong_submission_fails_the_cases_that_expose_it(name: str) -> None:
     must_fail, phrase, must_pass = WRONG[name]
-    results = cases(graded(name), FORWARD_PARTS + ("flash_attention.decode",))
+    results = cases(graded(name), FORWARD_PARTS)
     for case in must_fail:
         status, message = results[case]
         assert status == "failed", (case, status, message)
@@ -181,13 +184,13 @@ def test_no_max_subtraction_fails_only_where_scores_pass_88_or_sit_near_minus_12
     assert {n for n, (s, _) in results.items() if s != "passed"} == {LARGE} | HOSTILE
 
 
-def test_an_unmasked_last_block_fails_every_non_causal_ragged_case_and_the_decode_ones() -> None:
+def test_an_unmasked_last_block_fails_every_non_causal_ragged_case() -> None:
     r = graded("wrong_last_block_unmasked")
-    failing = {n for n, (s, _) in cases(r, FORWARD_PARTS + ("flash_attention.decode",)).items() if s != "passed"}
-    decode = {n for n, _ in cases(r, ("flash_attention.decode",)).items()}
+    failing = {n for n, (s, _) in cases(r, FORWARD_PARTS).items() if s != "passed"}
     # Causal cases hide the bug (the causal mask already removes every key past the last query), and so
-    # do very peaked rows, where exp(0 - max) vanishes.
-    assert failing == (RAGGED_NON_CAUSAL - {LARGE}) | decode
+    # do very peaked rows, where exp(0 - max) vanishes. (Its decode cases, the same kernel at one query row, are not
+    # the decode bonus's kernels: tests/test_part_kernels.py.)
+    assert failing == RAGGED_NON_CAUSAL - {LARGE}
 
 
 def test_kv_heads_indexed_as_query_heads_fail_the_gqa_cases_only() -> None:
@@ -199,7 +202,7 @@ def test_kv_heads_indexed_as_query_heads_fail_the_gqa_cases_only() -> None:
 
 
 def test_per_block_softmax_passes_where_one_block_holds_every_key() -> None:
-    results = cases(graded("wrong_softmax_per_block"), FORWARD_PARTS + ("flash_attention.decode",))
+    results = cases(graded("wrong_softmax_per_block"), FORWARD_PARTS)
     multi_block = {n for n in results if n not in ONE_KEY_BLOCK and "causal=True" not in n}
     assert all(results[n][0] == "failed" for n in multi_block), {n: results[n] for n in multi_block}
 

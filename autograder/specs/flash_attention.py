@@ -522,9 +522,18 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
     return cases
 
 
-def _part(task: str, title: str, points: float, cpu: list[Params], gpu: list[Params], bonus: bool = False) -> Part:
+def _part(task: str, title: str, points: float, cpu: list[Params], gpu: list[Params], bonus: bool = False,
+          launches: tuple[str, ...] = ()) -> Part:
     return Part(task=task, title=title, points=points, make_inputs=make_forward_inputs, call=call_forward,
-                reference=reference_forward, cases=_cases(cpu, gpu), tolerances=TOLERANCES, bonus=bonus)  # fmt: skip
+                reference=reference_forward, cases=_cases(cpu, gpu), tolerances=TOLERANCES, bonus=bonus,
+                launches=launches)  # fmt: skip
+
+
+# The decode bonuses grade the split-K kernels: the forward kernel at one query row, or a dense copy of a quantized
+# cache handed to it, computes the same result without them (red team 18).
+DECODE_KERNELS = ("_attn_decode_split_kernel", "_attn_decode_combine_kernel")
+INT8_KERNELS = ("_attn_decode_int8_split_kernel", "_attn_decode_combine_kernel")
+INT4_KERNELS = ("_attn_decode_int4_split_kernel", "_attn_decode_combine_kernel")
 
 
 SPEED_SHAPE = [4, 32, 4096, 128]
@@ -550,13 +559,14 @@ ASSIGNMENT = Assignment(
             cases=_cases(CPU_BACKWARD, GPU_BACKWARD),
             tolerances=BACKWARD_TOLERANCES,
         ),
-        _part("flash_attention.decode", "decode: one query row, keys split", 10, CPU_DECODE, GPU_DECODE, bonus=True),
+        _part("flash_attention.decode", "decode: one query row, keys split", 10, CPU_DECODE, GPU_DECODE, bonus=True,
+              launches=DECODE_KERNELS),
         Part(task="flash_attention.kv_int8", title="decode over an INT8 KV cache", points=10, bonus=True,
              make_inputs=make_kv_int8_inputs, call=call_kv_int8, reference=reference_kv_int8,
-             cases=_cases(CPU_KV_INT8, GPU_KV_INT8), tolerances=TOLERANCES),
+             cases=_cases(CPU_KV_INT8, GPU_KV_INT8), tolerances=TOLERANCES, launches=INT8_KERNELS),
         Part(task="flash_attention.kv_int4", title="decode over an INT4 (KIVI) KV cache", points=10, bonus=True,
              make_inputs=make_kv_int4_inputs, call=call_kv_int4, reference=reference_kv_int4,
-             cases=_cases(CPU_KV_INT4, GPU_KV_INT4), tolerances=TOLERANCES),
+             cases=_cases(CPU_KV_INT4, GPU_KV_INT4), tolerances=TOLERANCES, launches=INT4_KERNELS),
     ],
     speed=[
         SpeedCase("flash_attention.forward", {"shape": SPEED_SHAPE, "causal": False, "dtype": "bfloat16"}, 10, 1.0,

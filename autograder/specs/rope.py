@@ -74,6 +74,24 @@ def reference_backward(inputs: Tensors, params: Params) -> Tensors:
     return {"dx": dx}
 
 
+# The grader's own launch of the backward kernel (Part.kernel_probe), in the replayer on the case's inputs: the given
+# launcher's arguments, two rows a program (the launcher takes more), so that the gradient graded is this kernel's: the
+# forward kernel run again between swaps of the halves computes it too, beside a launch of this one on a decoy.
+PROBE_ROWS = 2
+
+
+def probe_backward(kernel: object, inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+    dy, cos, sin = inputs["dy"].contiguous(), inputs["cos"], inputs["sin"]  # (B, H, S, D), (S, D/2), (S, D/2)
+    seq_len, head_dim = dy.shape[2], dy.shape[3]
+    half, n_rows = head_dim // 2, dy.numel() // head_dim
+    block_d = 1 << max(0, half - 1).bit_length()  # the next power of two
+    dx = torch.empty_like(dy)
+    kernel[(-(-n_rows // PROBE_ROWS),)](  # type: ignore[index]
+        dy, cos, sin, dx, n_rows, seq_len, half, BLOCK_R=PROBE_ROWS, BLOCK_D=block_d, num_warps=1,
+    )  # fmt: skip
+    return {"dx": dx}
+
+
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -215,6 +233,10 @@ ASSIGNMENT = Assignment(
             reference=reference_backward,
             cases=_cases(CPU_BACKWARD, GPU_BACKWARD),
             tolerances=TOLERANCES,
+            # the call runs the forward first; the gradient must come from the backward kernel, not from the forward
+            # kernel run again between swaps of the halves (R(-t) = S R(t) S; red team 18)
+            launches=("_rope_bwd_kernel", "_rope_fwd_kernel"),
+            kernel_probe=probe_backward,
         ),
     ],
     speed=[

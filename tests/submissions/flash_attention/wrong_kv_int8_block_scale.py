@@ -9,7 +9,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _decode_row_kernel(q_ptr, kq_ptr, ks_ptr, vq_ptr, vs_ptr, o_ptr, seqlen_k, n_heads_q, n_heads_kv, scale,
+def _attn_decode_int8_split_kernel(q_ptr, kq_ptr, ks_ptr, vq_ptr, vs_ptr, o_ptr, seqlen_k, n_heads_q, n_heads_kv, scale,
                        HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
     row = tl.program_id(0)  # b * Hq + h
     b = row // n_heads_q
@@ -43,7 +43,7 @@ def flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None):
     n_heads_kv, seqlen_k = k_q.shape[1], k_q.shape[2]
     o = torch.empty_like(q)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-    _decode_row_kernel[(batch * n_heads_q,)](q, k_q, k_scale, v_q, v_scale, o, seqlen_k, n_heads_q, n_heads_kv, scale,
+    _attn_decode_int8_split_kernel[(batch * n_heads_q,)](q, k_q, k_scale, v_q, v_scale, o, seqlen_k, n_heads_q, n_heads_kv, scale,
                                              HEAD_DIM=head_dim, BLOCK_N=32)
     return o
 

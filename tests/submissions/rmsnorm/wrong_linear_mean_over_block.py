@@ -18,7 +18,7 @@ def _row_kernel(x_ptr, w_ptr, y_ptr, n_cols, eps, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _norm_gemv_kernel(x_ptr, nw_ptr, w_ptr, y_ptr, n_out, n_in, eps, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _rmsnorm_linear_kernel(x_ptr, nw_ptr, w_ptr, y_ptr, n_out, n_in, eps, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     outs = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
@@ -44,7 +44,7 @@ def rmsnorm_linear(x: torch.Tensor, norm_weight: torch.Tensor, w: torch.Tensor, 
     n_rows, n_in = x.shape
     n_out = w.shape[0]
     y = torch.empty((n_rows, n_out), dtype=x.dtype, device=x.device)
-    _norm_gemv_kernel[(n_rows, triton.cdiv(n_out, 64))](x, norm_weight, w, y, n_out, n_in, eps, BLOCK_N=64, BLOCK_K=64)
+    _rmsnorm_linear_kernel[(n_rows, triton.cdiv(n_out, 64))](x, norm_weight, w, y, n_out, n_in, eps, BLOCK_N=64, BLOCK_K=64)
     return y
 
 
