@@ -23,8 +23,8 @@ import io
 import os
 import random
 import sys
-from multiprocessing.connection import Connection
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any
 
 from autograder.lifecycle import device_usable, refuse_ptrace, watch_lifeline
