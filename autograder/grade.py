@@ -332,7 +332,8 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
         waited = time.perf_counter()  # the replay ran while the worker worked: only the wait for it counts
         try:
             what = f"replaying {result.name}" + (
-                f" and launching your {part.probed_kernel} on it with the grader's settings" if part.kernel_probe else "")
+                f" and launching your {part.probed_kernel} on it with the grader's settings" if part.kernel_probe
+                else "")
             reply = replayer.collect(job.request_id, limits.current, what)
         except WorkerLost as lost:
             timed_out = str(lost).startswith("Timed out")

@@ -80,7 +80,8 @@ class Part:
     # may launch for the part's cases, the forward's too where the call runs it (a backward part).
     launches: tuple[str, ...] = ()
     # The grader's own launch of that kernel (or of the first of `launches`), as the given launcher makes it
-    # (descriptors, a tile, a grid), on a case's inputs made anew for it, before the replay: kernel_probe(kernel, inputs, params, device) -> outputs, with `kernel`
+    # (descriptors, a tile, a grid), on a case's inputs made anew for it, before the replay:
+    # kernel_probe(kernel, inputs, params, device) -> outputs, with `kernel`
     # launchable as kernel[grid](...), and under the interpreter bounded to the tensors it is given.
     # It runs in the replayer, where nothing of the submission runs but its kernels, and its outputs must be right too:
     # a part that grades one kernel is then not earned by a launch of it on a decoy beside another kernel's answer.

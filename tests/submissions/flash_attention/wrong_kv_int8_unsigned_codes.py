@@ -43,8 +43,9 @@ def flash_decode_int8(q, k_q, k_scale, v_q, v_scale, scale=None):
     n_heads_kv, seqlen_k = k_q.shape[1], k_q.shape[2]
     o = torch.empty_like(q)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-    _attn_decode_int8_split_kernel[(batch * n_heads_q,)](q, k_q, k_scale, v_q, v_scale, o, seqlen_k, n_heads_q, n_heads_kv, scale,
-                                             HEAD_DIM=head_dim, BLOCK_N=32)
+    _attn_decode_int8_split_kernel[(batch * n_heads_q,)](
+        q, k_q, k_scale, v_q, v_scale, o, seqlen_k, n_heads_q, n_heads_kv, scale,
+        HEAD_DIM=head_dim, BLOCK_N=32)
     return o
 
 
