@@ -194,19 +194,24 @@ class _Replayer:
         ), tape
 
     def _probe(self, part: Any, inputs: dict, params: dict) -> dict:
-        """The part's kernel launched by the grader itself (Part.kernel_probe) on the case's inputs, made for it alone:
-        its outputs, or {"error": sentence} where the launch failed."""
+        """The part's kernels launched by the grader itself (Part.kernel_probe) on the case's inputs, made for it alone:
+        its outputs, or {"error": sentence} where a launch failed."""
         from autograder.replay import ReplayRefused, bounded, out_of_bounds
 
         torch = self.torch
-        name = part.probed_kernel
-        kernel = self.launchable.get(name)
-        if kernel is None:
-            return {"error": f"kernels.py has no @triton.jit function `{name}` at its top level for the grader to launch."}
-        check, interpret = self.check, self.interpret
+        check, interpret, launchable = self.check, self.interpret, self.launchable
 
         class Checked:  # kernel[grid](...), compiled for a GPU first where it runs under the interpreter, as in a replay
+            def __init__(self, name: str) -> None:
+                self.name = name
+                self.kernel = launchable.get(name)
+                if self.kernel is None:
+                    raise ReplayRefused(f"kernels.py has no @triton.jit function `{name}` at its top level for the "
+                                        "grader to launch.")  # fmt: skip
+
             def __getitem__(self, grid: tuple) -> Any:
+                name, kernel = self.name, self.kernel
+
                 def run(*args: Any, **kwargs: Any) -> Any:
                     problem = check(name, list(args), kwargs) if check is not None else ""
                     if problem:
@@ -225,7 +230,7 @@ class _Replayer:
                 return run
 
         try:
-            outputs = part.kernel_probe(Checked(), inputs, params, self.device)
+            outputs = part.kernel_probe(Checked, inputs, params, self.device)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except ReplayRefused as exc:

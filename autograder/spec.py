@@ -81,8 +81,8 @@ class Part:
     launches: tuple[str, ...] = ()
     # The grader's own launch of that kernel (or of the first of `launches`), as the given launcher makes it
     # (descriptors, a tile, a grid), on a case's inputs made anew for it, before the replay:
-    # kernel_probe(kernel, inputs, params, device) -> outputs, with `kernel`
-    # launchable as kernel[grid](...), and under the interpreter bounded to the tensors it is given.
+    # kernel_probe(kernels, inputs, params, device) -> outputs, with `kernels(name)` a kernel of kernels.py
+    # launchable as kernels(name)[grid](...), and under the interpreter bounded to the tensors it is given.
     # It runs in the replayer, where nothing of the submission runs but its kernels, and its outputs must be right too:
     # a part that grades one kernel is then not earned by a launch of it on a decoy beside another kernel's answer.
     kernel_probe: Callable[[Any, Tensors, Params, torch.device], Tensors] | None = None

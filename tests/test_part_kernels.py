@@ -167,3 +167,48 @@ def test_honest_idioms_inside_a_course_op_are_graded_as_the_ops_they_are(tmp_pat
                    launcher + IDIOMS + "    x2 = x.reshape(-1, n_cols)  # (M, N)")  # fmt: skip
     found = _grade("rmsnorm", source, tmp_path, {"rmsnorm.forward", "rmsnorm.backward"}, max_cases=3)
     assert all(status == "passed" for cases in found.values() for status, _ in cases), found
+
+
+# The part's one kernel, by name, in two modes of a constexpr: the norm into a buffer, then a plain product (red team
+# 19's route). Its own launches give the right y; the grader's launch of the kernel, in its default mode, does not.
+TWO_MODES = '''
+
+@triton.jit
+def _rmsnorm_linear_kernel(x_ptr, nw_ptr, w_ptr, y_ptr, n_rows, n_out, n_in, stride_x, stride_w, stride_y, eps,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           DOT_PRECISION: tl.constexpr, PRODUCT: tl.constexpr = False):
+    row = tl.program_id(0).to(tl.int64)
+    ks = tl.arange(0, BLOCK_K)
+    mask = ks < n_in
+    x = tl.load(x_ptr + row * stride_x + ks, mask=mask, other=0.0).to(tl.float32)
+    if PRODUCT:  # y[row, n] = x[row] . w[n], one output a program
+        n = tl.program_id(1)
+        w = tl.load(w_ptr + n * stride_w + ks, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * stride_y + n, tl.sum(x * w, axis=0).to(y_ptr.dtype.element_ty))
+    else:  # the normalised row, into y_ptr
+        nw = tl.load(nw_ptr + ks, mask=mask, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_in + eps)
+        tl.store(y_ptr + row * stride_y + ks, (x * rstd * nw).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rmsnorm_linear(x, norm_weight, w, eps=1e-6):
+    (m, k), n = x.shape, w.shape[0]
+    block = triton.next_power_of_2(k)
+    normed = torch.empty_like(x)  # (M, K)
+    _rmsnorm_linear_kernel[(m, 1)](x, norm_weight, w, normed, m, n, k, x.stride(0), w.stride(0), normed.stride(0), eps,
+                                   BLOCK_M=1, BLOCK_N=1, BLOCK_K=block, DOT_PRECISION="ieee")
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    _rmsnorm_linear_kernel[(m, n)](normed, norm_weight, w, y, m, n, k, normed.stride(0), w.stride(0), y.stride(0), eps,
+                                   BLOCK_M=1, BLOCK_N=1, BLOCK_K=block, DOT_PRECISION="ieee", PRODUCT=True)
+    return y
+'''
+
+
+def test_the_fused_kernel_in_two_modes_earns_nothing(tmp_path: Path) -> None:
+    source = _solution("rmsnorm")
+    start = source.index("@triton.jit\ndef _rmsnorm_linear_kernel(")
+    end = source.index("\n\n\n", start)
+    source = source[:start] + "# (the kernel is redefined at the end)" + source[end:] + TWO_MODES
+    found = _grade("rmsnorm", source, tmp_path, {"rmsnorm.linear"}, max_cases=3)
+    assert all(status == "failed" and "The grader also launches your `_rmsnorm_linear_kernel` itself" in message
+               for status, message in found["rmsnorm.linear"]), found  # fmt: skip

@@ -12,7 +12,9 @@ the quantization's own error.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -523,14 +525,92 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
 
 
 def _part(task: str, title: str, points: float, cpu: list[Params], gpu: list[Params], bonus: bool = False,
-          launches: tuple[str, ...] = ()) -> Part:
+          launches: tuple[str, ...] = (), kernel_probe: Callable[..., Tensors] | None = None) -> Part:
     return Part(task=task, title=title, points=points, make_inputs=make_forward_inputs, call=call_forward,
                 reference=reference_forward, cases=_cases(cpu, gpu), tolerances=TOLERANCES, bonus=bonus,
-                launches=launches)  # fmt: skip
+                launches=launches, kernel_probe=kernel_probe)  # fmt: skip
 
 
 # The decode bonuses grade the split-K kernels: the forward kernel at one query row, or a dense copy of a quantized
-# cache handed to it, computes the same result without them (red team 18).
+# cache handed to it, computes the same result without them (red team 18); so does a kernel of the right name that
+# does either in one mode of a constexpr and the rest in another (red team 19). Hence also the grader's own launches
+# (Part.kernel_probe), in the replayer on the case's inputs: the split kernel with the given launcher's arguments, and
+# splits and key tiles of the grader's (more splits than the launcher makes: PROBE_SPLIT), then the combine kernel,
+# with no dependent launch. The tiles keep under every GPU's shared memory.
+PROBE_SPLIT = {"cpu": (16, 32, 1, 1), "gpu": (32, 128, 4, 2)}  # BLOCK_N, keys per split, num_warps, num_stages
+LOG2E = 1.4426950408889634
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _probe_decode(kernels: Callable[[str], Any], split: str, q: torch.Tensor, cache: tuple[torch.Tensor, ...],
+                  seqlen_k: int, n_heads_kv: int, scale: float, keys: int, block_n: int, meta: dict) -> Tensors:
+    """The split kernel `split` over the cache, keys a split, then the combine kernel: o (B, Hq, 1, D)."""
+    batch, n_heads_q, _, head_dim = q.shape
+    warps, stages = PROBE_SPLIT["cpu" if q.device.type == "cpu" else "gpu"][2:]
+    n_splits = -(-seqlen_k // keys)
+    o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
+    lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
+    kernels(split)[(n_splits, batch * n_heads_kv)](
+        q, *cache, o_part, lse_part, seqlen_k, *meta.pop("after_seqlen", ()), n_heads_q // n_heads_kv, keys,
+        scale * LOG2E, HEAD_DIM=head_dim, BLOCK_N=block_n, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        num_warps=warps, num_stages=stages, **meta,
+    )  # fmt: skip
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, n_heads_q, 1), dtype=torch.float32, device=q.device)
+    kernels("_attn_decode_combine_kernel")[(batch * n_heads_q,)](
+        o_part, lse_part, o, lse, n_splits, HEAD_DIM=head_dim, BLOCK_S=_next_power_of_2(n_splits), AFTER_SPLIT=False,
+        num_warps=1,
+    )  # fmt: skip
+    return {"o": o}
+
+
+def _split_tiles(device: torch.device) -> tuple[int, int]:
+    block_n, keys = PROBE_SPLIT["cpu" if device.type == "cpu" else "gpu"][:2]
+    return block_n, keys
+
+
+def probe_decode(kernels: Callable[[str], Any], inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]  # (B, Hq, 1, D), (B, Hkv, Sk, D), (B, Hkv, Sk, D)
+    block_n, keys = _split_tiles(device)
+    group = q.shape[1] // k.shape[1]
+    return _probe_decode(kernels, "_attn_decode_split_kernel", q, (k, v), k.shape[2], k.shape[1], scale_of(params),
+                         keys, block_n, {"BLOCK_G": max(16, _next_power_of_2(group))})  # fmt: skip
+
+
+def probe_kv_int8(kernels: Callable[[str], Any], inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+    q, k_q = inputs["q"], inputs["k_q"]
+    block_n, keys = _split_tiles(device)
+    group = q.shape[1] // k_q.shape[1]
+    cache = (k_q, inputs["k_scale"], inputs["v_q"], inputs["v_scale"])
+    return _probe_decode(kernels, "_attn_decode_int8_split_kernel", q, cache, k_q.shape[2], k_q.shape[1],
+                         scale_of(params), keys, block_n, {"BLOCK_G": max(16, _next_power_of_2(group))})  # fmt: skip
+
+
+def probe_kv_int4(kernels: Callable[[str], Any], inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+    """As the given launcher's tiles (int4_tiles): each sub-split's chunk of keys lies in one K group."""
+    q, k_packed, k_scale = inputs["q"], inputs["k_packed"], inputs["k_scale"]
+    group_size = params.get("group_size", KV_INT4_GROUP)
+    group = q.shape[1] // k_packed.shape[1]
+    gqp = _next_power_of_2(group)
+    block_g = max(16, gqp)
+    wanted = _split_tiles(device)[0]
+    while True:
+        n_sub = block_g // gqp
+        block_n = n_sub * min(group_size, max(1, wanted // n_sub))
+        if block_n >= 32:
+            break
+        block_g *= 2
+    head_dim = q.shape[3]
+    cache = tuple(inputs[n] for n in KV_INT4_NAMES[1:])
+    meta = {"after_seqlen": (k_scale.shape[2],), "GROUP_SIZE": group_size, "BLOCK_D": max(32, head_dim),
+            "BLOCK_G": block_g, "GQP": gqp}  # fmt: skip
+    return _probe_decode(kernels, "_attn_decode_int4_split_kernel", q, cache, k_packed.shape[2], k_packed.shape[1],
+                         scale_of(params), 2 * block_n, block_n, meta)  # fmt: skip
+
+
 DECODE_KERNELS = ("_attn_decode_split_kernel", "_attn_decode_combine_kernel")
 INT8_KERNELS = ("_attn_decode_int8_split_kernel", "_attn_decode_combine_kernel")
 INT4_KERNELS = ("_attn_decode_int4_split_kernel", "_attn_decode_combine_kernel")
@@ -560,13 +640,15 @@ ASSIGNMENT = Assignment(
             tolerances=BACKWARD_TOLERANCES,
         ),
         _part("flash_attention.decode", "decode: one query row, keys split", 10, CPU_DECODE, GPU_DECODE, bonus=True,
-              launches=DECODE_KERNELS),
+              launches=DECODE_KERNELS, kernel_probe=probe_decode),
         Part(task="flash_attention.kv_int8", title="decode over an INT8 KV cache", points=10, bonus=True,
              make_inputs=make_kv_int8_inputs, call=call_kv_int8, reference=reference_kv_int8,
-             cases=_cases(CPU_KV_INT8, GPU_KV_INT8), tolerances=TOLERANCES, launches=INT8_KERNELS),
+             cases=_cases(CPU_KV_INT8, GPU_KV_INT8), tolerances=TOLERANCES, launches=INT8_KERNELS,
+             kernel_probe=probe_kv_int8),
         Part(task="flash_attention.kv_int4", title="decode over an INT4 (KIVI) KV cache", points=10, bonus=True,
              make_inputs=make_kv_int4_inputs, call=call_kv_int4, reference=reference_kv_int4,
-             cases=_cases(CPU_KV_INT4, GPU_KV_INT4), tolerances=TOLERANCES, launches=INT4_KERNELS),
+             cases=_cases(CPU_KV_INT4, GPU_KV_INT4), tolerances=TOLERANCES, launches=INT4_KERNELS,
+             kernel_probe=probe_kv_int4),
     ],
     speed=[
         SpeedCase("flash_attention.forward", {"shape": SPEED_SHAPE, "causal": False, "dtype": "bfloat16"}, 10, 1.0,

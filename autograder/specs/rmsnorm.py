@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -148,6 +149,25 @@ def forward_bytes(params: Params) -> int:
 # Not in the assignment's `api`: a kernels.py written before this bonus existed keeps its forward and backward graded
 # (bonus_function).
 LINEAR_SIGNATURE = "rmsnorm_linear(x, norm_weight, w, eps=1e-6)"
+
+# The grader's own launch of the fused kernel (Part.kernel_probe), in the replayer on the case's inputs: the given
+# launcher's arguments and grid, with tiles of the grader's (a step along K shorter than K, so that the normalisation is
+# summed over several steps): a kernel of that name that only normalises, or only multiplies, in one mode of a
+# constexpr and launched twice, computes the same y (red team 19). The tiles keep under every GPU's shared memory.
+PROBE_LINEAR = {"cpu": (16, 16, 16, 1, 1), "gpu": (16, 32, 32, 4, 2)}  # BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
+
+
+def probe_linear(kernels: Callable[[str], Any], inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+    x, norm_weight, w = inputs["x"], inputs["norm_weight"], inputs["w"]  # (M, K), (K,), (N, K)
+    (m, k), n = x.shape, w.shape[0]
+    bm, bn, bk, warps, stages = PROBE_LINEAR["cpu" if device.type == "cpu" else "gpu"]
+    y = torch.empty((m, n), dtype=x.dtype, device=device)  # (M, N)
+    kernels("_rmsnorm_linear_kernel")[(-(-m // bm), -(-n // bn))](
+        x, norm_weight, w, y, m, n, k, x.stride(0), w.stride(0), y.stride(0), params["eps"],
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    return {"y": y}
 
 
 def call_linear(module: ModuleType, inputs: Tensors, params: Params) -> Tensors:
@@ -324,6 +344,7 @@ ASSIGNMENT = Assignment(
             cases=_cases(CPU_LINEAR, GPU_LINEAR),
             tolerances=LINEAR_TOLERANCES,
             launches=("_rmsnorm_linear_kernel",),  # not the forward kernel and a matmul kernel beside it (red team 18)
+            kernel_probe=probe_linear,
         ),
     ],
     # Memory-bound: points on the fraction of the copy bandwidth measured in the same run (eager PyTorch, about

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -80,13 +81,13 @@ def reference_backward(inputs: Tensors, params: Params) -> Tensors:
 PROBE_ROWS = 2
 
 
-def probe_backward(kernel: object, inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+def probe_backward(kernels: Callable[[str], Any], inputs: Tensors, params: Params, device: torch.device) -> Tensors:
     dy, cos, sin = inputs["dy"].contiguous(), inputs["cos"], inputs["sin"]  # (B, H, S, D), (S, D/2), (S, D/2)
     seq_len, head_dim = dy.shape[2], dy.shape[3]
     half, n_rows = head_dim // 2, dy.numel() // head_dim
     block_d = 1 << max(0, half - 1).bit_length()  # the next power of two
     dx = torch.empty_like(dy)
-    kernel[(-(-n_rows // PROBE_ROWS),)](  # type: ignore[index]
+    kernels("_rope_bwd_kernel")[(-(-n_rows // PROBE_ROWS),)](
         dy, cos, sin, dx, n_rows, seq_len, half, BLOCK_R=PROBE_ROWS, BLOCK_D=block_d, num_warps=1,
     )  # fmt: skip
     return {"dx": dx}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -99,7 +100,7 @@ def speed_tma(module: ModuleType, inputs: Tensors, params: Params) -> torch.Tens
 PROBE_TILES = {"cpu": (16, 32, 16, 3, 4), "16-bit": (64, 128, 32, 2, 4), "float32": (32, 64, 32, 2, 4)}
 
 
-def probe_tma(kernel: object, inputs: Tensors, params: Params, device: torch.device) -> Tensors:
+def probe_tma(kernels: Callable[[str], Any], inputs: Tensors, params: Params, device: torch.device) -> Tensors:
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     a, b = inputs["a"], inputs["b"]  # (M, K), (K, N)
@@ -115,7 +116,7 @@ def probe_tma(kernel: object, inputs: Tensors, params: Params, device: torch.dev
     b_p[:k, :n] = b
     c_p = torch.empty((m, np_), dtype=a.dtype, device=device)  # (M, Np)
     tiles = -(-m // bm) * -(-np_ // bn)
-    kernel[(-(-tiles // 2),)](
+    kernels("_matmul_tma_kernel")[(-(-tiles // 2),)](
         TensorDescriptor.from_tensor(a_p, [bm, bk]), TensorDescriptor.from_tensor(b_p, [bk, bn]),
         TensorDescriptor.from_tensor(c_p, [bm, bn // 2]), m, np_, kp,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=2, num_stages=stages, num_warps=warps,
