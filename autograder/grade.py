@@ -281,12 +281,16 @@ def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, to
     if not isinstance(probe, dict):
         return False, lead + "the grader received no result from that launch."
     if isinstance(probe.get("error"), str):
-        return False, lead + f"that launch failed: {probe['error']} Keep the kernel's given signature."
+        return False, lead + (
+            f"that launch failed: {probe['error']} The grader passes the arguments of the kernel's given signature; "
+            "keep it, and keep the kernel within the memory of its arguments."
+        )
     wrong = _wrong_output(part, params, _load_outputs(probe), reference)
     if wrong:
         return False, lead + (
-            f"its result was wrong: {wrong} Your call's own answer was right, so it did not come from `{name}` "
-            "alone: make the kernel right for any tile and any number of programs."
+            f"its result was wrong: {wrong} Your call's own answer was right, so either the kernel is right only for "
+            "your launcher's settings (make it right for any tile and any number of programs the handout allows) or "
+            f"the answer came from elsewhere than `{name}`."
         )
     return True, ""
 

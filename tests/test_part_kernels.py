@@ -212,3 +212,16 @@ def test_the_fused_kernel_in_two_modes_earns_nothing(tmp_path: Path) -> None:
     found = _grade("rmsnorm", source, tmp_path, {"rmsnorm.linear"}, max_cases=3)
     assert all(status == "failed" and "The grader also launches your `_rmsnorm_linear_kernel` itself" in message
                for status, message in found["rmsnorm.linear"]), found  # fmt: skip
+
+
+def test_a_split_kernel_that_takes_its_length_from_a_constant_earns_nothing(tmp_path: Path) -> None:
+    """Its own launcher's splits are 32 keys on the CPU (configs.json), and it hard-codes them (red team 20): right
+    for its own launches, wrong for the grader's, whose splits are 48 keys."""
+    source = _solution("flash_attention")
+    old = "    start = split * keys_per_split\n    end = tl.minimum(start + keys_per_split, seqlen_k)\n"
+    new = "    start = split * 32\n    end = tl.minimum(start + 32, seqlen_k)\n"
+    assert source.count(old) >= 2, "the solution's split kernels changed: update this test's edit"
+    found = _grade("flash_attention", source.replace(old, new), tmp_path, {"flash_attention.decode"}, max_cases=6)
+    wrong = [(status, message) for status, message in found["flash_attention.decode"] if status != "passed"]
+    assert wrong and all("The grader also launches your `_attn_decode_split_kernel` itself" in message
+                         for _, message in wrong), found  # fmt: skip

@@ -535,9 +535,13 @@ def _part(task: str, title: str, points: float, cpu: list[Params], gpu: list[Par
 # cache handed to it, computes the same result without them (red team 18); so does a kernel of the right name that
 # does either in one mode of a constexpr and the rest in another (red team 19). Hence also the grader's own launches
 # (Part.kernel_probe), in the replayer on the case's inputs: the split kernel with the given launcher's arguments, and
-# splits and key tiles of the grader's (more splits than the launcher makes: PROBE_SPLIT), then the combine kernel,
-# with no dependent launch. The tiles keep under every GPU's shared memory.
-PROBE_SPLIT = {"cpu": (16, 32, 1, 1), "gpu": (32, 128, 4, 2)}  # BLOCK_N, keys per split, num_warps, num_stages
+# splits and key tiles of the grader's, then the combine kernel, with no dependent launch. On the CPU, splits of three
+# key tiles, which no entry of the given configs.json makes (its splits are powers of two), so that a split kernel that
+# takes its split's length from a constant instead of keys_per_split fails (red team 20: the CPU entry's 32 keys,
+# hard-coded, passed while the probe used 32 too). On a GPU, the settings run on an H100 on 2026-12-07
+# (results/h100/grader_gpu_check_2026-12-07i/); the tiles keep under every GPU's shared memory.
+PROBE_SPLIT = {"cpu": (16, 48, 1, 1), "gpu": (32, 128, 4, 2)}  # BLOCK_N, keys per split, num_warps, num_stages
+PROBE_TILES_PER_SPLIT = {"cpu": 3, "gpu": 2}  # the INT4 kernel's keys per split, in its tiles
 LOG2E = 1.4426950408889634
 
 
@@ -549,7 +553,7 @@ def _probe_decode(kernels: Callable[[str], Any], split: str, q: torch.Tensor, ca
                   seqlen_k: int, n_heads_kv: int, scale: float, keys: int, block_n: int, meta: dict) -> Tensors:
     """The split kernel `split` over the cache, keys a split, then the combine kernel: o (B, Hq, 1, D)."""
     batch, n_heads_q, _, head_dim = q.shape
-    warps, stages = PROBE_SPLIT["cpu" if q.device.type == "cpu" else "gpu"][2:]
+    warps, stages = PROBE_SPLIT[_tier(q.device)][2:]
     n_splits = -(-seqlen_k // keys)
     o_part = torch.empty((batch * n_heads_q, n_splits, head_dim), dtype=torch.float32, device=q.device)
     lse_part = torch.empty((batch * n_heads_q, n_splits), dtype=torch.float32, device=q.device)
@@ -567,8 +571,12 @@ def _probe_decode(kernels: Callable[[str], Any], split: str, q: torch.Tensor, ca
     return {"o": o}
 
 
+def _tier(device: torch.device) -> str:
+    return "cpu" if device.type == "cpu" else "gpu"
+
+
 def _split_tiles(device: torch.device) -> tuple[int, int]:
-    block_n, keys = PROBE_SPLIT["cpu" if device.type == "cpu" else "gpu"][:2]
+    block_n, keys = PROBE_SPLIT[_tier(device)][:2]
     return block_n, keys
 
 
@@ -608,7 +616,7 @@ def probe_kv_int4(kernels: Callable[[str], Any], inputs: Tensors, params: Params
     meta = {"after_seqlen": (k_scale.shape[2],), "GROUP_SIZE": group_size, "BLOCK_D": max(32, head_dim),
             "BLOCK_G": block_g, "GQP": gqp}  # fmt: skip
     return _probe_decode(kernels, "_attn_decode_int4_split_kernel", q, cache, k_packed.shape[2], k_packed.shape[1],
-                         scale_of(params), 2 * block_n, block_n, meta)  # fmt: skip
+                         scale_of(params), PROBE_TILES_PER_SPLIT[_tier(device)] * block_n, block_n, meta)  # fmt: skip
 
 
 DECODE_KERNELS = ("_attn_decode_split_kernel", "_attn_decode_combine_kernel")
