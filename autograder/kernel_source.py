@@ -59,6 +59,7 @@ class Kernels:
     jit_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)  # name -> why it cannot be replayed
     constants: dict[str, Any] = field(default_factory=dict)
+    unevaluated: dict[str, str] = field(default_factory=dict)  # a top-level name the evaluator could not follow -> why
     modules: dict[str, Any] = field(default_factory=dict)  # alias -> module or object, from the imports
     source: str = ""
 
@@ -106,8 +107,8 @@ def read(source: str, filename: str) -> Kernels:
     for name, expr in assignments.items():
         try:
             found.constants[name] = _evaluate(expr, {**found.modules, **found.constants})
-        except NotAKernel:
-            pass
+        except NotAKernel as exc:
+            found.unevaluated[name] = str(exc)
     return found
 
 
@@ -186,6 +187,11 @@ _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: op
 _CONSTANT_CALLS = {"int": int, "float": float, "min": min, "max": max, "abs": abs, "round": round}
 
 
+def _math_function(fn: Any) -> bool:
+    """Whether `fn` is one of the math module's functions (which compute on numbers and nothing else)."""
+    return callable(fn) and any(fn is f for f in vars(math).values())
+
+
 def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
     """The value of a constant expression; NotAKernel for anything else. No Python code is run."""
     if isinstance(node, ast.Constant):
@@ -216,16 +222,22 @@ def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
         raise NotAKernel(f"`{ast.unparse(node)}`")
     if isinstance(node, ast.Call) and not node.keywords:
         args = [_evaluate(a, env) for a in node.args]
-        if isinstance(node.func, ast.Name) and node.func.id in _CONSTANT_CALLS:
+        if isinstance(node.func, ast.Name) and node.func.id in _CONSTANT_CALLS and node.func.id not in env:
             return _checked(_CONSTANT_CALLS[node.func.id](*args))
+        fn = None
         if isinstance(node.func, ast.Attribute):
             fn = _resolve_attribute(node.func, env)
-            import triton.language as tl
+        elif isinstance(node.func, ast.Name):  # imported by name: `from math import sqrt`, `from triton.language ...`
+            fn = env.get(node.func.id)
+        import triton.language as tl
 
-            if fn is tl.constexpr and len(args) == 1:
-                return tl.constexpr(args[0])
-            if getattr(fn, "__module__", None) == "math" or fn in vars(math).values():
-                return _checked(fn(*args))
+        if fn is tl.constexpr and len(args) == 1:
+            return tl.constexpr(args[0])
+        if fn is not None and _math_function(fn):
+            # computed before its size is checked: factorial(10**7) takes minutes
+            if fn in (math.factorial, math.comb, math.perm) and any(isinstance(a, int) and abs(a) > 4096 for a in args):
+                raise NotAKernel("a factorial too large")
+            return _checked(fn(*args))
     raise NotAKernel(f"`{ast.unparse(node)}`")
 
 
@@ -376,6 +388,12 @@ def check_function(fn: ast.FunctionDef, kernels: Kernels) -> None:
         if kind:
             raise NotAKernel(f"it uses {kind} (line {getattr(node, 'lineno', '?')})")
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in kernels.unevaluated and node.id not in local:
+                raise NotAKernel(
+                    f"it uses `{node.id}` (line {node.lineno}), a top-level value the grader could not evaluate: it "
+                    f"uses {kernels.unevaluated[node.id]}. The grader reads constants from the source without running "
+                    "it; write this one with numbers, `math` and `triton.language` only (as modules or names imported)"
+                )
             if node.id not in known or (node.id.startswith("__") and node.id.endswith("__")):
                 raise NotAKernel(
                     f"it uses `{node.id}` (line {node.lineno}), which is neither one of its arguments or variables, "

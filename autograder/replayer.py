@@ -157,7 +157,7 @@ class _Replayer:
             made = part.inputs(params, seed, self.device, request.get("fixed_seed"))
             if not prepared:  # checked and copied once, for the allowance and both replays
                 prepared.update(self._prepared(part, request, made))
-            return {**made, **{k: torch.Tensor.clone(v) for k, v in prepared.items()}}
+            return {**made, **{k: _compact(v, self.device) for k, v in prepared.items()}}
 
         limit = part.setup_allowance(inputs())
         kept = ", ".join(f"`{name}`" for name in part.setup_reads)
@@ -307,7 +307,7 @@ class _Replayer:
             # (outside the timed region), so that nothing a call writes there reaches the next (a red team's counter
             # of calls, kept in a setup tensor, had the calls after the checked ones do nothing). The baseline gets
             # copies of its own: nothing the replay writes into its inputs reaches the baseline's call.
-            bound = replay.bind({**inputs, **{k: torch.Tensor.clone(v) for k, v in prepared.items()}})
+            bound = replay.bind({**inputs, **{k: _compact(v, device) for k, v in prepared.items()}})
             own = {torch.Tensor.untyped_storage(t).data_ptr() for t in inputs.values()}
             inputs = {k: torch.Tensor.clone(v) for k, v in inputs.items()}
             if sc.baseline_setup is not None:  # the baseline's offline step, outside the timed region

@@ -517,12 +517,38 @@ def _exact_types(outputs: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+def _host_copy(t: Any) -> Any:
+    """A copy of `t` in host memory of its own, laid out as `t` is (_copy_keeping_layout)."""
+    return _copy_keeping_layout(t, "cpu")
+
+
+def _copy_keeping_layout(t: Any, device: Any) -> Any:
+    """A copy of `t` on `device` in memory of its own, laid out with `t`'s strides where no two elements share memory and
+    the gaps between them are few (a prepare() that pads each row of its layout, or returns a transposed view: the tape
+    records those strides, and the replay must be given them; red team 21); otherwise contiguous."""
+    import torch
+
+    shape, stride = tuple(t.shape), tuple(t.stride())
+    span, covered = 1, 1
+    for size, step in sorted(((n, st) for n, st in zip(shape, stride) if n > 1), key=lambda d: d[1]):
+        if step < covered:  # this dimension's elements fall among the ones before: overlap
+            span = -1
+            break
+        covered = step * (size - 1) + covered
+    else:
+        span = covered
+    numel = t.numel()
+    if numel == 0 or span < 0 or span > 4 * numel + 65536 or t.is_contiguous():
+        return torch.Tensor.contiguous(torch.Tensor.to(t, device)).clone()
+    return torch.zeros(span, dtype=t.dtype, device=device).as_strided(shape, stride).copy_(t)
+
+
 def _plain(value: Any) -> Any:
     """`value` as data torch.load(weights_only=True) reads back: dicts, lists, numbers, strings, tensors."""
     import torch
 
     if type(value) is torch.Tensor:
-        return torch.Tensor.contiguous(torch.Tensor.cpu(torch.Tensor.detach(value))).clone()
+        return _host_copy(torch.Tensor.detach(value))
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -797,7 +823,7 @@ def _run_case(session: _Session, module: ModuleType, request: dict, tapes: list)
         prepared = part.setup(module, inputs, params) if part.setup is not None else {}
     except BaseException as exc:  # noqa: BLE001
         return _failure(session, exc, part.task)
-    prepared_before = {k: torch.Tensor.clone(v) for k, v in prepared.items()}  # what the replay is given
+    prepared_before = {k: _copy_keeping_layout(v, v.device) for k, v in prepared.items()}  # what the replay is given
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # torch.empty hands out NaN
     if device.type == "cuda":
@@ -863,7 +889,7 @@ def _run_record(session: _Session, module: ModuleType, request: dict, tapes: lis
             inputs = part.inputs(params, seed, device, fixed_seed)
             if part.setup is not None and not prepared:  # the weights are the same in every call: prepared once
                 prepared = part.setup(module, inputs, params)
-                prepared_before = {k: torch.Tensor.clone(v) for k, v in prepared.items()}
+                prepared_before = {k: _copy_keeping_layout(v, v.device) for k, v in prepared.items()}
         except BaseException as exc:  # noqa: BLE001
             return _failure(session, exc, part.task)
         watch = _Watch(session.submission_file, timed=True, refused=spec.forbidden_ops, tape=tape if recording else None)

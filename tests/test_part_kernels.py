@@ -225,3 +225,27 @@ def test_a_split_kernel_that_takes_its_length_from_a_constant_earns_nothing(tmp_
     wrong = [(status, message) for status, message in found["flash_attention.decode"] if status != "passed"]
     assert wrong and all("The grader also launches your `_attn_decode_split_kernel` itself" in message
                          for _, message in wrong), found  # fmt: skip
+
+
+# A prepare() whose layout pads every row of the packed weights to 128 bytes and returns the unpadded view (red team
+# 21): the tape records the view's strides, so the replay must be given them, not a contiguous copy.
+PADDED_ROWS = '''
+
+def prepare(w_packed, scales, group_size):
+    n, half = w_packed.shape
+    buf = torch.zeros((n, -(-half // 128) * 128), dtype=torch.uint8, device=w_packed.device)
+    buf[:, :half] = w_packed
+    return {"w": buf[:, :half]}
+
+
+def w4a16_matmul(x, w_packed, scales, group_size=128):
+    if isinstance(w_packed, dict):  # the prepared layout: the launcher passes the row stride
+        return w4a16_op(x, w_packed["w"], scales, group_size)
+    return w4a16_op(x, w_packed, scales, group_size)
+'''
+
+
+def test_a_prepared_layout_with_padded_rows_is_replayed_as_laid_out(tmp_path: Path) -> None:
+    found = _grade("quant_matmul", _solution("quant_matmul") + PADDED_ROWS, tmp_path, {"quant_matmul.w4a16"}, max_cases=13)
+    assert len(found["quant_matmul.w4a16"]) == 13, found
+    assert all(status == "passed" for status, _ in found["quant_matmul.w4a16"]), found

@@ -549,3 +549,37 @@ def test_on_a_cpu_the_baseline_allocates_as_everything_else() -> None:
     from autograder.replayer import baseline_pool
 
     assert baseline_pool(torch.device("cpu")) is contextlib.nullcontext
+
+
+CONSTANT_SPELLINGS = '''
+import math as m
+import numpy as np
+import triton
+import triton.language as tl
+from math import factorial, pi, sqrt
+from triton.language import constexpr
+
+A = tl.constexpr(sqrt(2.0 / pi))
+B = constexpr(m.sqrt(2.0 / m.pi))
+C = tl.constexpr(factorial(5))
+D = tl.constexpr(np.sqrt(2.0))
+E = tl.constexpr(factorial(10**7))
+
+
+@triton.jit
+def k(x_ptr):
+    tl.store(x_ptr, D)
+'''
+
+
+def test_constants_imported_by_name_are_read_and_the_others_say_why_not() -> None:
+    """`from math import sqrt` and `from triton.language import constexpr` are how many write a kernel's constants (red
+    team 21: refused, with a sentence that said the constant was not one); NumPy is not read, and the refusal says so;
+    a factorial is refused before it is computed (10**7! takes minutes)."""
+    kernels = kernel_source.read(CONSTANT_SPELLINGS, "/nowhere/kernels.py")
+    assert kernels.constants["A"].value == pytest.approx(0.7978845608)
+    assert kernels.constants["B"].value == kernels.constants["A"].value
+    assert kernels.constants["C"].value == 120
+    assert set(kernels.unevaluated) == {"D", "E"} and kernels.unevaluated["E"] == "a factorial too large"
+    kernel_source.check(kernels)
+    assert "uses `D` (line 18), a top-level value the grader could not evaluate: it uses `np.sqrt`" in kernels.refused["k"]
