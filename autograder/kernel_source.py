@@ -30,6 +30,7 @@ from typing import Any
 
 # Builtins Triton's code generator accepts in a kernel (print becomes device_print; min, max its own).
 KERNEL_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "print", "True", "False", "None"})
+ALIAS = "another name for the @triton.jit function"
 _REFUSED_NODES: dict[type, str] = {
     ast.Import: "an import", ast.ImportFrom: "an import", ast.Lambda: "a lambda", ast.FunctionDef: "a nested function",
     ast.AsyncFunctionDef: "a nested function", ast.ClassDef: "a class", ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
@@ -77,9 +78,12 @@ def read(source: str, filename: str) -> Kernels:
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _note_import(node, found.modules)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            assignments[node.targets[0].id] = node.value
-            found.functions.pop(node.targets[0].id, None)  # a later binding hides an earlier kernel
+        elif isinstance(node, ast.Assign):
+            # `A = B = value` and `A, B = value_a, value_b` bind constants too (red team 22)
+            for name, value in _bound_names(node):
+                assignments.pop(name, None)  # in source order, the later binding last
+                assignments[name] = value
+                found.functions.pop(name, None)  # a later binding hides an earlier kernel
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             assignments[node.target.id] = node.value
             found.functions.pop(node.target.id, None)
@@ -108,8 +112,23 @@ def read(source: str, filename: str) -> Kernels:
         try:
             found.constants[name] = _evaluate(expr, {**found.modules, **found.constants})
         except NotAKernel as exc:
-            found.unevaluated[name] = str(exc)
+            aliased = expr.id if isinstance(expr, ast.Name) and expr.id in found.functions else ""
+            found.unevaluated[name] = (f"{ALIAS} `{aliased}`, which the grader does not follow: call it by that name"
+                                       if aliased else str(exc))  # fmt: skip
     return found
+
+
+def _bound_names(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """The (name, value) pairs a top-level assignment binds that the constant reader follows: every plain name of a
+    chained assignment, and the names of a tuple unpacked from a tuple of as many values."""
+    pairs: list[tuple[str, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            pairs.append((target.id, node.value))
+        elif (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+              and len(target.elts) == len(node.value.elts) and all(isinstance(t, ast.Name) for t in target.elts)):
+            pairs += [(t.id, v) for t, v in zip(target.elts, node.value.elts)]  # type: ignore[attr-defined]
+    return pairs
 
 
 def _positions(node: ast.AST) -> dict:
@@ -187,6 +206,22 @@ _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: op
 _CONSTANT_CALLS = {"int": int, "float": float, "min": min, "max": max, "abs": abs, "round": round}
 
 
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}  # fmt: skip
+
+
+def _plain_number(value: Any) -> Any:
+    """A constant's number, for a comparison: the value a tl.constexpr holds, else the value (numbers, strings)."""
+    import triton.language as tl
+
+    value = value.value if isinstance(value, tl.constexpr) else value
+    if not isinstance(value, (int, float, str, bool)):
+        raise NotAKernel("a comparison of values other than numbers and strings")
+    return value
+
+
 def _math_function(fn: Any) -> bool:
     """Whether `fn` is one of the math module's functions (which compute on numbers and nothing else)."""
     return callable(fn) and any(fn is f for f in vars(math).values())
@@ -220,6 +255,22 @@ def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
         if _plain_value(value):
             return value
         raise NotAKernel(f"`{ast.unparse(node)}`")
+    if isinstance(node, ast.IfExp):
+        return _evaluate(node.body if _evaluate(node.test, env) else node.orelse, env)
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        left, result = _evaluate(node.left, env), True
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _evaluate(right_node, env)
+            result = result and bool(_COMPARE[type(op)](_plain_number(left), _plain_number(right)))
+            left = right
+        return result
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        value = _evaluate(node.value, env)
+        if isinstance(value, tuple) and -len(value) <= node.slice.value < len(value):
+            return value[node.slice.value]
+        raise NotAKernel(f"`{ast.unparse(node)}`")
+    if isinstance(node, ast.Call) and len(node.keywords) == 1 and node.keywords[0].arg == "value" and not node.args:
+        node = ast.Call(func=node.func, args=[node.keywords[0].value], keywords=[])  # tl.constexpr(value=...)
     if isinstance(node, ast.Call) and not node.keywords:
         args = [_evaluate(a, env) for a in node.args]
         if isinstance(node.func, ast.Name) and node.func.id in _CONSTANT_CALLS and node.func.id not in env:
@@ -389,10 +440,13 @@ def check_function(fn: ast.FunctionDef, kernels: Kernels) -> None:
             raise NotAKernel(f"it uses {kind} (line {getattr(node, 'lineno', '?')})")
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in kernels.unevaluated and node.id not in local:
+                why = kernels.unevaluated[node.id]
+                if why.startswith(ALIAS):
+                    raise NotAKernel(f"it uses `{node.id}` (line {node.lineno}), {why}")
                 raise NotAKernel(
                     f"it uses `{node.id}` (line {node.lineno}), a top-level value the grader could not evaluate: it "
-                    f"uses {kernels.unevaluated[node.id]}. The grader reads constants from the source without running "
-                    "it; write this one with numbers, `math` and `triton.language` only (as modules or names imported)"
+                    f"uses {why}. The grader reads constants from the source without running it; write this one with "
+                    "numbers, `math` and `triton.language` only (as modules or names imported)"
                 )
             if node.id not in known or (node.id.startswith("__") and node.id.endswith("__")):
                 raise NotAKernel(

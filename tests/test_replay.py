@@ -582,4 +582,50 @@ def test_constants_imported_by_name_are_read_and_the_others_say_why_not() -> Non
     assert kernels.constants["C"].value == 120
     assert set(kernels.unevaluated) == {"D", "E"} and kernels.unevaluated["E"] == "a factorial too large"
     kernel_source.check(kernels)
-    assert "uses `D` (line 18), a top-level value the grader could not evaluate: it uses `np.sqrt`" in kernels.refused["k"]
+    refusal = kernels.refused["k"]
+    assert "uses `D` (line 18), a top-level value the grader could not evaluate: it uses `np.sqrt`" in refusal
+
+
+MORE_SPELLINGS = '''
+import triton
+import triton.language as tl
+
+USE_EXP2 = True
+A, B = tl.constexpr(0.5), tl.constexpr(2)
+C = D = tl.constexpr(3.0)
+E = tl.constexpr(2.0 * 1.4426950408889634 if USE_EXP2 else 2.0)
+COEF = (1.0, 0.044715)
+F = tl.constexpr(value=COEF[1])
+G = tl.constexpr(1.0 > 0.5)
+
+
+@triton.jit
+def helper(x):
+    return x
+
+
+alias = helper
+
+
+@triton.jit
+def k(x_ptr):
+    tl.store(x_ptr, A + B + C + D + E + F + G)
+
+
+@triton.jit
+def j(x_ptr):
+    tl.store(x_ptr, alias(1.0))
+'''
+
+
+def test_constants_bound_in_other_spellings_are_read_and_an_alias_says_what_to_do() -> None:
+    """Chained and unpacked assignments, a conditional, a comparison, a tuple's element and `value=` (red team 22: each
+    refused a correct kernel with a sentence saying it used a name that was not a constant)."""
+    kernels = kernel_source.read(MORE_SPELLINGS, "/nowhere/kernels.py")
+    values = {name: getattr(v, "value", v) for name, v in kernels.constants.items()}
+    assert values["A"] == 0.5 and values["B"] == 2 and values["C"] == values["D"] == 3.0
+    assert values["E"] == pytest.approx(2.885390081777927) and values["F"] == 0.044715 and values["G"] is True
+    kernel_source.check(kernels)
+    assert "k" not in kernels.refused
+    assert "another name for the @triton.jit function `helper`" in kernels.refused["j"]
+    assert "call it by that name" in kernels.refused["j"]
