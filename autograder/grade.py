@@ -33,7 +33,7 @@ from autograder import tape as tapes
 from autograder import timing
 from autograder.checking import Verdict, check_meta, compare, fmt_percent, physical_floor
 from autograder.runner import Replayer, Worker, WorkerLost
-from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase
+from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tolerance
 from autograder.specs import load_spec
 from course.device import INTERPRETER, Device, cuda_device, lacks_tma, not_gradeable
 
@@ -250,12 +250,20 @@ def _replay_verdict(part: Part, params: dict, reply: dict, reference: dict[str, 
             "Your call's launches failed when the grader replayed them on new inputs of the same shapes: "
             f"{reply.get('message', '')}"
         )
-    wrong = _wrong_output(part, params, _load_outputs(reply.get("outputs", {})), reference)
+    outputs = _load_outputs(reply.get("outputs", {}))
+    wrong = _wrong_output(part, params, outputs, reference)
     if wrong:
         hint = (
             f" Your call read {reads} value(s) from tensors into Python (.item()): launches that depend on input "
             "values are not the same on new inputs." if reads else ""
         )
+        if _near_miss(part, params, outputs, reference):
+            return False, (
+                "Your call's output was right, but the launches it made, replayed by the grader on new inputs of the "
+                f"same shapes, gave an answer just outside the tolerance: {wrong} Your kernels round differently on "
+                "other values: look for a step that loses precision on some inputs (a difference of two nearly equal "
+                "numbers, a sum kept in 16 bits), and grade with a few values of --seed to find them." + hint
+            )
         return False, (
             "Your call's output was right, but the launches it made, replayed by the grader on new inputs of the "
             "same shapes (in a process that runs only your kernels and allowed PyTorch ops), did not produce the "
@@ -293,6 +301,24 @@ def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, to
             f"the answer came from elsewhere than `{name}`."
         )
     return True, ""
+
+
+# A replay's answer within NEAR_MISS of the reference (relative, or of the tolerance's scale), and no NaN, is a kernel
+# whose rounding depends on the values, not an answer that came from outside the kernels: that one, replayed on new
+# inputs, finds memory the grader poisoned or the old inputs' answer, wrong in every digit.
+NEAR_MISS = 0.05
+
+
+def _near_miss(part: Part, params: dict, outputs: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> bool:
+    tol = part.tolerance(params)
+    loose = Tolerance(rtol=max(10 * tol.rtol, NEAR_MISS), atol=max(10 * tol.atol, NEAR_MISS), scale=tol.scale)
+    for name, ref in reference.items():
+        out = outputs.get(name)
+        if check_meta(name, out, tuple(ref.shape), DTYPES[params["dtype"]], "cpu"):
+            return False
+        if not compare(name, out.to(ref.device), ref, loose).ok:
+            return False
+    return True
 
 
 def _wrong_output(part: Part, params: dict, outputs: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> str:

@@ -42,6 +42,8 @@ class OutOfBounds(Exception):
 
 _BOUNDS: list[Any] = []  # [starts, ends] (sorted numpy arrays of the replay's storages) while a launch runs
 _STRICT: list[bool] = [False]  # the replayer's: an interpreted access outside every bounded launch is refused too
+# Bytes that interpreted kernels stored (tl.store, a descriptor's store, an atomic), counted inside `counting_writes`.
+_WRITTEN: list[int] = []
 
 
 def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
@@ -64,6 +66,31 @@ def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
             f"a {what} reached memory outside every tensor of the call ({int((~inside).sum())} element(s)): every "
             "load and store whose offsets can run past a tensor's end needs a mask"
         )
+
+
+def _count_written(mask: Any, shape: tuple[int, ...], itemsize: int) -> None:
+    import numpy as np
+
+    if not _WRITTEN:
+        return
+    if mask is None:
+        elements = int(np.prod(shape, dtype=np.int64))
+    else:
+        elements = int(np.count_nonzero(np.broadcast_to(np.asarray(mask, dtype=bool), shape)))
+    _WRITTEN[0] += elements * itemsize
+
+
+@contextmanager
+def counting_writes() -> Iterator[list[int]]:
+    """Counts the bytes interpreted kernels store while it is open: [bytes] when it closes. Every store, descriptor
+    store and atomic counts the elements its mask lets through (an atomic's read-modify-write counts as a store)."""
+    _WRITTEN[:] = [0]
+    total = [0]
+    try:
+        yield total
+    finally:
+        total[0] = _WRITTEN[0] if _WRITTEN else 0
+        _WRITTEN.clear()
 
 
 def out_of_bounds(exc: BaseException) -> OutOfBounds | None:
@@ -109,14 +136,17 @@ def install_bounds_checks(strict: bool = False) -> None:
 
     def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
         _check_addresses(ptrs.data, mask.data, size(ptrs), "store")
+        _count_written(mask.data, ptrs.data.shape, size(ptrs))
         return store(self, ptrs, value, mask, *args, **kwargs)
 
     def atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, *args: Any, **kwargs: Any) -> Any:
         _check_addresses(ptr.data, None, size(ptr), "atomic")
+        _count_written(None, ptr.data.shape, size(ptr))
         return cas(self, ptr, cmp, val, *args, **kwargs)
 
     def atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
         _check_addresses(ptr.data, mask.data, size(ptr), "atomic")
+        _count_written(mask.data, ptr.data.shape, size(ptr))
         return rmw(self, op, ptr, val, mask, *args, **kwargs)
 
     builder.create_masked_load, builder.create_masked_store = masked_load, masked_store

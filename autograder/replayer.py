@@ -71,7 +71,7 @@ class _Replayer:
                       check=self.check, refused_ops=self.spec.forbidden_ops, bounds=self.interpret)  # fmt: skip
 
     def case(self, request: dict) -> dict:
-        from autograder.replay import ReplayRefused
+        from autograder.replay import ReplayRefused, counting_writes
 
         torch = self.torch
         if self.problem:
@@ -99,9 +99,17 @@ class _Replayer:
             if problem:
                 return {"status": "refused", "message": problem}
             replay = self.replay(tape)
-            outputs = replay.run(replay.bind(inputs))
+            bound = replay.bind(inputs)
+            budget = part.write_budget(inputs, params) if part.write_budget is not None and self.interpret else None
+            with counting_writes() as written:
+                outputs = replay.run(bound)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
+            if budget is not None and written[0] > budget:
+                return {"status": "refused", "message": (
+                    f"Your kernels stored {written[0]:,} bytes in this call, {written[0] / max(budget, 1):.1f} times the "
+                    f"{budget:,} this part allows, counted on the CPU tier: {part.write_budget_says}"
+                )}
             changed = [k for k in given if not _same_values(given[k], inputs[k])]
             if changed:  # the worker refuses this too; a changed record would meet it only here
                 return {"status": "refused", "message": (

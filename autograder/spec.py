@@ -86,6 +86,13 @@ class Part:
     # It runs in the replayer, where nothing of the submission runs but its kernels, and its outputs must be right too:
     # a part that grades one kernel is then not earned by a launch of it on a decoy beside another kernel's answer.
     kernel_probe: Callable[[Any, Tensors, Params, torch.device], Tensors] | None = None
+    # The most bytes the call's kernels may store, a function of the case's inputs and parameters: the output and the
+    # workspace of the part's technique (a flash attention kernel keeps its scores on chip, a fused kernel writes
+    # no intermediate, a quantized matmul never writes the weights widened). Counted on the CPU tier, where the
+    # interpreter sees every store (tl.store, a descriptor's store, an atomic), in the replay; on a GPU the speed
+    # cases judge what a kernel moves. `write_budget_says`: what the budget allows, the end of the refusal's sentence.
+    write_budget: Callable[[Tensors, Params], int] | None = None
+    write_budget_says: str = ""
 
     @property
     def probed_kernel(self) -> str:
@@ -107,6 +114,27 @@ class Part:
         """The tolerance of one case: the dtype's entry, evaluated on the case's parameters when it is a function."""
         tol = self.tolerances[params["dtype"]]
         return tol if isinstance(tol, Tolerance) else tol(params)
+
+
+# Bytes past any write budget (Part.write_budget): a few counters and flags, such as a split launch's arrival counters.
+WRITE_SLACK = 1024
+
+
+def output_once(name: str) -> Callable[[Tensors, Params], int]:
+    """The write budget of a kernel that stores one output the size and dtype of input `name`, and nothing else."""
+
+    def budget(inputs: Tensors, params: Params) -> int:
+        t = inputs[name]
+        return t.numel() * t.element_size() + WRITE_SLACK
+
+    return budget
+
+
+ONCE_SAYS = (
+    "a fused kernel stores its output once and keeps every intermediate value in registers; a chain of kernels "
+    "that each store a partial result (one kernel per operation) does not fuse them. Compute the whole expression "
+    "in one kernel, between one load and one store"
+)
 
 
 # What a speed case's points are earned on, in units of the hardware the grade runs on, so that a kernel

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, bonus_function, read_fenced
+from autograder.spec import DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, WRITE_SLACK, bonus_function, read_fenced
 from course.kivi import dequantize_kivi, kivi_bytes, quantize_kivi
 
 # --------------------------------------------------------------------------------------------------
@@ -524,11 +524,31 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
     return cases
 
 
+def attention_write_budget(inputs: Tensors, params: Params) -> int:
+    """What a forward that keeps its scores on chip may store: the output twice (the output, and a float32 accumulator
+    or split partial sums of it, say) and four floats a query row (a log-sum-exp, running maxima and sums). Storing
+    the scores adds Sk floats a row (Sk / 2 causal), past the budget in most cases where Sk exceeds the head dim."""
+    q = inputs["q"]  # (B, Hq, Sq, D)
+    rows = q.numel() // q.shape[-1]
+    return q.numel() * (q.element_size() + 4) + 16 * rows + WRITE_SLACK
+
+
+ATTENTION_WRITES = (
+    "a flash attention forward keeps each block of scores and probabilities in registers and stores the output, "
+    "with room for the output once more (a float32 accumulator, split partial sums) and four floats a query row. "
+    "Storing the score matrix (or the probabilities) and reading it back is the attention this assignment replaces: "
+    "compute each block of scores, fold it into the running maximum, sum and output (the online softmax), and move "
+    "on to the next block of keys"
+)
+
+
 def _part(task: str, title: str, points: float, cpu: list[Params], gpu: list[Params], bonus: bool = False,
-          launches: tuple[str, ...] = (), kernel_probe: Callable[..., Tensors] | None = None) -> Part:
+          launches: tuple[str, ...] = (), kernel_probe: Callable[..., Tensors] | None = None,
+          write_budget: Callable[[Tensors, Params], int] | None = None) -> Part:
     return Part(task=task, title=title, points=points, make_inputs=make_forward_inputs, call=call_forward,
                 reference=reference_forward, cases=_cases(cpu, gpu), tolerances=TOLERANCES, bonus=bonus,
-                launches=launches, kernel_probe=kernel_probe)  # fmt: skip
+                launches=launches, kernel_probe=kernel_probe, write_budget=write_budget,
+                write_budget_says=ATTENTION_WRITES if write_budget is not None else "")  # fmt: skip
 
 
 # The decode bonuses grade the split-K kernels: the forward kernel at one query row, or a dense copy of a quantized
@@ -632,10 +652,14 @@ ASSIGNMENT = Assignment(
     title="08 Flash attention",
     api={"flash_attention": "flash_attention(q, k, v, causal=False, scale=None)"},
     parts=[
-        _part("flash_attention.forward", "forward, block-aligned", 30, CPU_FORWARD, GPU_FORWARD),
-        _part("flash_attention.causal", "causal mask, whole blocks skipped", 20, CPU_CAUSAL, GPU_CAUSAL),
-        _part("flash_attention.gqa", "grouped-query attention", 15, CPU_GQA, GPU_GQA),
-        _part("flash_attention.ragged", "any length, Sq != Sk, every head dim", 15, CPU_RAGGED, GPU_RAGGED),
+        _part("flash_attention.forward", "forward, block-aligned", 30, CPU_FORWARD, GPU_FORWARD,
+              write_budget=attention_write_budget),
+        _part("flash_attention.causal", "causal mask, whole blocks skipped", 20, CPU_CAUSAL, GPU_CAUSAL,
+              write_budget=attention_write_budget),
+        _part("flash_attention.gqa", "grouped-query attention", 15, CPU_GQA, GPU_GQA,
+              write_budget=attention_write_budget),
+        _part("flash_attention.ragged", "any length, Sq != Sk, every head dim", 15, CPU_RAGGED, GPU_RAGGED,
+              write_budget=attention_write_budget),
         Part(
             task="flash_attention.backward",
             title="backward (dq, dk, dv)",

@@ -9,7 +9,8 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from autograder.spec import COPY, DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from autograder.checking import attach_term_scale
+from autograder.spec import COPY, DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, ONCE_SAYS, WRITE_SLACK, output_once, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. Scale and offset are drawn per seed. GeLU inputs spread over |x| ~ 1..3, where the exact
@@ -86,7 +87,15 @@ def make_softmax_inputs(params: Params, g: torch.Generator, device: torch.device
 
 
 def reference_gelu(inputs: Tensors, params: Params) -> Tensors:
-    return {"y": F.gelu(inputs["x"].double(), approximate="tanh")}
+    """gelu(x) = 0.5 x + 0.5 x tanh(u) in float64, marked with the size of those two terms (attach_term_scale): for
+    negative x they cancel, and float32's rounding error lives at their size, |x|, not at the small result's. Judged
+    against mean|ref| instead, a one-element case was a lottery: an honest kernel that writes tanh(u) as
+    1 - 2 / (exp(2u) + 1) failed 2 gradings in 100 there (x near -4, where the output is 2e-5), and passed the same
+    element inside any larger tensor."""
+    x = inputs["x"].double()
+    half = 0.5 * x
+    tanh_u = torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))
+    return {"y": attach_term_scale(F.gelu(x, approximate="tanh"), (half * half * (1.0 + tanh_u * tanh_u)).sqrt())}
 
 
 def reference_softmax(inputs: Tensors, params: Params) -> Tensors:
@@ -141,7 +150,8 @@ def elementwise_bytes(params: Params) -> int:
 
 
 # --------------------------------------------------------------------------------------------------
-# Tolerances. An element passes when |out - ref| <= atol * mean|ref| + rtol * |ref|.
+# Tolerances. An element passes when |out - ref| <= atol * mean|ref| + rtol * |ref| (GeLU: atol times the size of
+# its two terms, reference_gelu).
 # --------------------------------------------------------------------------------------------------
 
 # float32: honest float32 arithmetic lands near 1e-6 relative (exp's error grows with |argument|, a
@@ -204,6 +214,25 @@ GPU_GELU = [
 # for each other, except in rows of more chunks than the GPU has SMs (1500007 columns: 184 chunks of 8192).
 # On the GPU, 16-bit rows of 16385-32768 columns may be read as 32-bit words, two values each (the
 # solution's PAIRS): hostile rows of 20000 columns put -inf, huge and equal values in both halves of a word.
+# A fused softmax stores its output once; a row split over programs may also store its blocks' statistics (a maximum
+# and a sum, two floats, for each block of at least SOFTMAX_SPLIT_MIN columns). The written-out softmax stores its
+# exponentials (or the shifted row) and then the output: twice the output's bytes.
+SOFTMAX_SPLIT_MIN = 64
+
+
+def softmax_write_budget(inputs: Tensors, params: Params) -> int:
+    x = inputs["x"]  # (..., N)
+    cols = x.shape[-1] if x.dim() else 1
+    rows = x.numel() // max(cols, 1)
+    return x.numel() * x.element_size() + 8 * rows * -(-cols // SOFTMAX_SPLIT_MIN) + WRITE_SLACK
+
+
+SOFTMAX_WRITES = (
+    "a fused softmax stores its output once, and a row split over programs the maximum and sum of each of its "
+    f"blocks (of at least {SOFTMAX_SPLIT_MIN} columns); storing the exponentials or the shifted row and reading them "
+    "back is the written-out softmax this assignment fuses. Keep a row's values in registers from its load to its store"
+)
+
 CPU_SOFTMAX = [
     {"shape": [1]},
     {"shape": [3, 100]},
@@ -265,6 +294,8 @@ ASSIGNMENT = Assignment(
             reference=reference_gelu,
             cases=_cases(CPU_GELU, GPU_GELU),
             tolerances=GELU_TOLERANCES,
+            write_budget=output_once("x"),
+            write_budget_says=ONCE_SAYS,
         ),
         Part(
             task="fusion.softmax",
@@ -275,6 +306,8 @@ ASSIGNMENT = Assignment(
             reference=reference_softmax,
             cases=_cases(CPU_SOFTMAX, GPU_SOFTMAX),
             tolerances=SOFTMAX_TOLERANCES,
+            write_budget=softmax_write_budget,
+            write_budget_says=SOFTMAX_WRITES,
         ),
     ],
     # Memory-bound: points on the fraction of the copy bandwidth measured in the same run; the written-out

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from autograder.checking import attach_term_scale
-from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from autograder.spec import DTYPES, Assignment, BenchCase, Case, Params, Part, SpeedCase, Tensors, Tolerance, WRITE_SLACK, read_fenced
 from course.int4 import pack_int4, unpack_int4  # noqa: F401  (the format the inputs use; tests and notebooks reach it here too)
 
 # --------------------------------------------------------------------------------------------------
@@ -301,6 +301,26 @@ def _speed(task: str, params: Params, target: float, zero_at: float = 1.0) -> Sp
     )  # fmt: skip
 
 
+# A weight-only quantized matmul dequantizes each weight in registers, next to its product: what its kernels store is
+# the output, and with split-K a float32 partial sum of the output for each split (of at least QUANT_SPLIT_MIN of K).
+# Dequantizing the weights into memory, whole or a chunk at a time, stores N x K values: past this budget at every
+# case but the largest M of the CPU tier (40 rows, where a dense float32 copy fits in the split partials' room).
+QUANT_SPLIT_MIN = 32
+
+
+def quant_write_budget(inputs: Tensors, params: Params) -> int:
+    m, k, n = params["M"], params["K"], params["N"]
+    out = m * n * inputs["x"].element_size()
+    return out + 4 * m * n * -(-k // QUANT_SPLIT_MIN) + WRITE_SLACK
+
+
+QUANT_WRITES = (
+    "a weight-only quantized matmul dequantizes each weight in registers, where it meets its product, and stores "
+    f"the output (and with split-K a float32 partial sum for each split of at least {QUANT_SPLIT_MIN} of K). Writing "
+    "the weights widened to memory, whole or a chunk at a time, and multiplying after is the dequantize-then-matmul "
+    "this assignment replaces: load the packed weights in the matmul's K loop and dequantize them there"
+)
+
 W8, W4 = "quant_matmul.w8a16", "quant_matmul.w4a16"
 ASSIGNMENT = Assignment(
     slug="quant_matmul",
@@ -311,10 +331,10 @@ ASSIGNMENT = Assignment(
     },
     parts=[
         Part(W8, "W8A16: int8 weights, per-channel scales", 30, make_w8_inputs, call_w8, reference_w8,
-             _cases(CPU_W8, GPU_W8), TOLERANCES),
+             _cases(CPU_W8, GPU_W8), TOLERANCES, write_budget=quant_write_budget, write_budget_says=QUANT_WRITES),
         Part(W4, "W4A16: packed 4-bit weights, group-wise scales", 40, make_w4_inputs, call_w4, reference_w4,
              _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4, setup_reads=("w_packed", "scales"),
-             setup_allowance=w4_state_allowance),
+             setup_allowance=w4_state_allowance, write_budget=quant_write_budget, write_budget_says=QUANT_WRITES),
     ],  # fmt: skip
     speed=[
         # Full points sit 12-23% below the reference solution's speed-up in five gradings on an H200, and

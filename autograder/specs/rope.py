@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, ONCE_SAYS, output_once, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. x has a random scale and offset; the tables are real rotary tables with a random base and a
@@ -223,6 +223,8 @@ ASSIGNMENT = Assignment(
             reference=reference_forward,
             cases=_cases(CPU_FORWARD, GPU_FORWARD),
             tolerances=TOLERANCES,
+            write_budget=output_once("x"),
+            write_budget_says=ONCE_SAYS,
         ),
         Part(
             task="rope.backward",

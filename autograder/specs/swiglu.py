@@ -9,7 +9,7 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
-from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, read_fenced
+from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, ONCE_SAYS, output_once, read_fenced
 
 # --------------------------------------------------------------------------------------------------
 # Inputs. gate is spread and shifted per seed so that a good share of it is negative (where silu and
@@ -182,6 +182,8 @@ ASSIGNMENT = Assignment(
             reference=reference_forward,
             cases=_cases(CPU_FORWARD, GPU_FORWARD),
             tolerances=TOLERANCES,
+            write_budget=output_once("gate"),
+            write_budget_says=ONCE_SAYS,
         ),
         Part(
             task="swiglu.backward",

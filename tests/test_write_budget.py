@@ -1,0 +1,124 @@
+"""What a part's kernels may store (Part.write_budget), counted on the CPU tier: a flash attention forward that
+stores its score matrix, a quantized matmul that writes the weights widened (whole or a chunk at a time) and
+multiplies after, and unfused GELU and softmax each compute the right answer in Triton, and each fails the cases
+where what it stores passes the budget, with a sentence that names the technique (red team 20 took quant_matmul's
+70 points and flash attention's 80 that way). Honest split-K at the finest split the budget counts passes.
+"""
+
+from __future__ import annotations
+
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from autograder.grade import AssignmentResult, Selection, grade_assignment
+from autograder.replay import counting_writes, install_bounds_checks
+from autograder.specs import SLUGS, load_spec
+from conftest import REPO_ROOT, SEED, SUBMISSIONS
+
+STORED = "Your kernels stored"
+
+
+@triton.jit
+def _store_some(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, x, mask=offs < n)
+    tl.atomic_add(y_ptr + offs, x, mask=offs < n // 2)
+    tl.store(y_ptr, tl.sum(x, 0))  # a scalar store: one element
+
+
+def test_every_stored_element_is_counted_once_with_its_size() -> None:
+    install_bounds_checks()
+    x = torch.arange(37, dtype=torch.float32)
+    y = torch.zeros(64, dtype=torch.float32)
+    with counting_writes() as written:
+        _store_some[(1,)](x, y, 37, BLOCK=64)
+    assert written == [(37 + 18 + 1) * 4]  # the masked store, the masked atomic, the scalar
+    with counting_writes() as written:
+        pass
+    assert written == [0]  # each count starts anew
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_write_budget_says_what_it_allows(slug: str) -> None:
+    for part in load_spec(slug).parts:
+        if part.write_budget is not None:
+            assert len(part.write_budget_says) > 80, f"{part.task} has a write budget and no sentence for it"
+            assert not part.write_budget_says.endswith("."), "the refusal adds its own ending"
+
+
+def _graded(slug: str, name: str, tasks: set[str], max_cases: int | None = None) -> AssignmentResult:
+    return grade_assignment(slug, SUBMISSIONS / slug / f"{name}.py", "cpu", seed=SEED, timeout=120.0,
+                            selection=Selection(tasks=tasks, max_cases=max_cases))  # fmt: skip
+
+
+def _outcomes(result: AssignmentResult) -> dict[str, tuple[str, str]]:
+    return {f"{c.task} {c.name}": (c.status, c.message or "") for c in result.cases if c.kind == "correctness"}
+
+
+def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case_but_the_forty_row_ones() -> None:
+    tasks = {"quant_matmul.w8a16", "quant_matmul.w4a16"}
+    outcomes = _outcomes(_graded("quant_matmul", "wrong_dequantize_to_memory", tasks))
+    passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
+    # with 40 rows, a dense float32 copy of the weights (N x K) is smaller than the room split-K partial sums get
+    assert passed == {name for name in outcomes if " M=40 " in name}, passed
+    for name, (status, message) in outcomes.items():
+        if name not in passed:
+            assert status == "failed" and message.startswith(STORED), (name, message)
+            assert "dequantize-then-matmul" in message
+    assert len(outcomes) - len(passed) == 20
+
+
+def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
+    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_fine", {"quant_matmul.w8a16", "quant_matmul.w4a16"}))
+    assert all(status == "passed" for status, _ in outcomes.values()), outcomes
+    assert len(outcomes) == 23
+
+
+def test_stored_scores_fail_the_forward_parts() -> None:
+    tasks = {"flash_attention.forward", "flash_attention.causal", "flash_attention.gqa", "flash_attention.ragged"}
+    outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored", tasks, max_cases=1))
+    assert len(outcomes) == 4
+    for name, (status, message) in outcomes.items():
+        assert status == "failed" and message.startswith(STORED), (name, message)
+        assert "online softmax" in message
+
+
+def test_unfused_gelu_and_softmax_fail_every_case_larger_than_the_slack() -> None:
+    outcomes = _outcomes(_graded("fusion", "wrong_unfused", {"fusion.gelu", "fusion.softmax"}))
+    passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
+    # one element: twice four bytes is within the budget's slack for a few counters
+    assert passed == {"fusion.gelu (1) float32", "fusion.softmax (1) float32"}, passed
+    for name, (status, message) in outcomes.items():
+        if name not in passed:
+            assert status == "failed" and message.startswith(STORED), (name, message)
+    assert "keeps every intermediate value in registers" in outcomes["fusion.gelu (1000) float32"][1]
+    assert "written-out softmax" in outcomes["fusion.softmax (3x100) float32"][1]
+
+
+@pytest.mark.parametrize("slug", ["fusion", "rope", "swiglu", "flash_attention", "quant_matmul"])
+def test_the_solutions_store_within_every_budget(slug: str) -> None:
+    """Run in this process, outside the grader, so that a budget's margin shows in the assertion."""
+    import importlib.util
+    import sys
+
+    install_bounds_checks()
+    path = REPO_ROOT / "solutions" / slug / "kernels.py"
+    spec = importlib.util.spec_from_file_location(f"_write_budget_{slug}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    for part in load_spec(slug).parts:
+        if part.write_budget is None:
+            continue
+        for case in part.cases_for("cpu"):
+            inputs = part.inputs(case.params, SEED, torch.device("cpu"))
+            if part.setup is not None:
+                inputs.update(part.setup(module, inputs, case.params))
+            budget = part.write_budget(inputs, case.params)
+            with counting_writes() as written:
+                part.call(module, inputs, case.params)
+            assert 0 < written[0] <= budget, (part.task, case.params, written[0], budget)
