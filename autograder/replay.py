@@ -80,10 +80,27 @@ def _count_written(mask: Any, shape: tuple[int, ...], itemsize: int) -> None:
     _WRITTEN[0] += elements * itemsize
 
 
+def _count_converted(name: str, args: list, out: Any) -> None:
+    """A copy into another dtype counts as a store: converting is arithmetic (int8 weights to float32 are the dequantized
+    weights, less a scale), and the allowed ops would otherwise widen a tensor unseen (red team 23). Copies in one dtype
+    move data and are not counted (grouped-query attention may repeat K and V that way)."""
+    if not _WRITTEN:
+        return
+    if name == "copy_" and len(args) >= 2:
+        dst, src = args[0], args[1]
+    elif name == "_to_copy" and args:
+        dst, src = out, args[0]
+    else:
+        return
+    if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and dst.dtype != src.dtype:
+        _WRITTEN[0] += dst.numel() * dst.element_size()
+
+
 @contextmanager
 def counting_writes() -> Iterator[list[int]]:
     """Counts the bytes interpreted kernels store while it is open: [bytes] when it closes. Every store, descriptor
-    store and atomic counts the elements its mask lets through (an atomic's read-modify-write counts as a store)."""
+    store and atomic counts the elements its mask lets through (an atomic's read-modify-write counts as a store), and
+    every copy into another dtype its whole destination."""
     _WRITTEN[:] = [0]
     total = [0]
     try:
@@ -389,7 +406,9 @@ class Replay:
                     continue  # its value is already in the arguments that used it
                 args = self.decode(entry.get("args", []), state, fresh=True)
                 kwargs = self.decode_kwargs(entry.get("kwargs", {}), state, fresh=True)
-                self._bind_out(entry.get("out"), op(*args, **kwargs), state)
+                out = op(*args, **kwargs)
+                _count_converted(op_name(qualified), args, out)
+                self._bind_out(entry.get("out"), out, state)
             elif kind == "launch":
                 self._launch(index, entry, state)
             else:

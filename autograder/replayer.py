@@ -107,7 +107,8 @@ class _Replayer:
                 torch.cuda.synchronize()
             if budget is not None and written[0] > budget:
                 return {"status": "refused", "message": (
-                    f"Your kernels stored {written[0]:,} bytes in this call, {written[0] / max(budget, 1):.1f} times the "
+                    f"Your kernels stored {written[0]:,} bytes in this call (a copy into another dtype counts as a store), "
+                    f"{written[0] / max(budget, 1):.2f} times the "
                     f"{budget:,} this part allows, counted on the CPU tier: {part.write_budget_says}"
                 )}
             changed = [k for k in given if not _same_values(given[k], inputs[k])]

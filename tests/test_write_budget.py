@@ -2,7 +2,8 @@
 stores its score matrix, a quantized matmul that writes the weights widened (whole or a chunk at a time) and
 multiplies after, and unfused GELU and softmax each compute the right answer in Triton, and each fails the cases
 where what it stores passes the budget, with a sentence that names the technique (red team 20 took quant_matmul's
-70 points and flash attention's 80 that way). Honest split-K at the finest split the budget counts passes.
+70 points and flash attention's 80 that way), and so does a PyTorch conversion that widens the weights (red team 23).
+Honest split-K, and keys split over programs, at the finest split the budget counts pass.
 """
 
 from __future__ import annotations
@@ -72,6 +73,15 @@ def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case_but_the_for
     assert len(outcomes) - len(passed) == 20
 
 
+def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
+    outcomes = _outcomes(_graded("quant_matmul", "wrong_widen_by_conversion", {"quant_matmul.w8a16"}))
+    passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
+    assert passed == {name for name in outcomes if " M=40 " in name}, passed
+    assert len(outcomes) - len(passed) == 9
+    assert all(message.startswith(STORED) and "another dtype" in message
+               for name, (_, message) in outcomes.items() if name not in passed)  # fmt: skip
+
+
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
     outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_fine", {"quant_matmul.w8a16", "quant_matmul.w4a16"}))
     assert all(status == "passed" for status, _ in outcomes.values()), outcomes
@@ -85,6 +95,13 @@ def test_stored_scores_fail_the_forward_parts() -> None:
     for name, (status, message) in outcomes.items():
         assert status == "failed" and message.startswith(STORED), (name, message)
         assert "online softmax" in message
+
+
+def test_keys_split_over_programs_as_finely_as_the_budget_counts_pass_every_forward_case() -> None:
+    tasks = {"flash_attention.forward", "flash_attention.causal", "flash_attention.gqa", "flash_attention.ragged"}
+    outcomes = _outcomes(_graded("flash_attention", "correct_split_kv", tasks))
+    assert len(outcomes) == 19
+    assert all(status == "passed" for status, _ in outcomes.values()), outcomes
 
 
 def test_unfused_gelu_and_softmax_fail_every_case_larger_than_the_slack() -> None:

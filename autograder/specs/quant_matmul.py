@@ -302,10 +302,11 @@ def _speed(task: str, params: Params, target: float, zero_at: float = 1.0) -> Sp
 
 
 # A weight-only quantized matmul dequantizes each weight in registers, next to its product: what its kernels store is
-# the output, and with split-K a float32 partial sum of the output for each split (of at least QUANT_SPLIT_MIN of K).
-# Dequantizing the weights into memory, whole or a chunk at a time, stores N x K values: past this budget at every
-# case but the largest M of the CPU tier (40 rows, where a dense float32 copy fits in the split partials' room).
-QUANT_SPLIT_MIN = 32
+# the output, and with split-K a float32 partial sum of the output for each split (of at least QUANT_SPLIT_MIN of K,
+# the smallest K of tl.dot: red team 23's splits that fill the SMs were that narrow). Dequantizing the weights into
+# memory, whole or a chunk at a time, stores N x K values (a conversion by PyTorch, `.to(torch.float32)`, counts too):
+# past this budget at every case but the largest M of the CPU tier (40 rows, where a float32 copy fits in the room).
+QUANT_SPLIT_MIN = 16
 
 
 def quant_write_budget(inputs: Tensors, params: Params) -> int:
@@ -317,7 +318,7 @@ def quant_write_budget(inputs: Tensors, params: Params) -> int:
 QUANT_WRITES = (
     "a weight-only quantized matmul dequantizes each weight in registers, where it meets its product, and stores "
     f"the output (and with split-K a float32 partial sum for each split of at least {QUANT_SPLIT_MIN} of K). Writing "
-    "the weights widened to memory, whole or a chunk at a time, and multiplying after is the dequantize-then-matmul "
+    "the weights widened to memory (by a kernel or a PyTorch conversion), whole or a chunk at a time, and multiplying after is the dequantize-then-matmul "
     "this assignment replaces: load the packed weights in the matmul's K loop and dequantize them there"
 )
 
