@@ -61,8 +61,8 @@ def _outcomes(result: AssignmentResult) -> dict[str, tuple[str, str]]:
 
 
 def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case_but_the_forty_row_ones() -> None:
-    tasks = {"quant_matmul.w8a16", "quant_matmul.w4a16"}
-    outcomes = _outcomes(_graded("quant_matmul", "wrong_dequantize_to_memory", tasks))
+    # W4A16's cases (W8A16's meet the same budget in the conversion test below)
+    outcomes = _outcomes(_graded("quant_matmul", "wrong_dequantize_to_memory", {"quant_matmul.w4a16"}))
     passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
     # with 40 rows, a dense float32 copy of the weights (N x K) is smaller than the room split-K partial sums get
     assert passed == {name for name in outcomes if " M=40 " in name}, passed
@@ -70,7 +70,7 @@ def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case_but_the_for
         if name not in passed:
             assert status == "failed" and message.startswith(STORED), (name, message)
             assert "dequantize-then-matmul" in message
-    assert len(outcomes) - len(passed) == 20
+    assert len(outcomes) - len(passed) == 11
 
 
 def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
@@ -83,9 +83,9 @@ def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
 
 
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
-    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_fine", {"quant_matmul.w8a16", "quant_matmul.w4a16"}))
+    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_fine", {"quant_matmul.w8a16", "quant_matmul.w4a16"}, 5))
     assert all(status == "passed" for status, _ in outcomes.values()), outcomes
-    assert len(outcomes) == 23
+    assert len(outcomes) == 10
 
 
 def test_stored_scores_fail_the_forward_parts() -> None:
@@ -99,8 +99,8 @@ def test_stored_scores_fail_the_forward_parts() -> None:
 
 def test_keys_split_over_programs_as_finely_as_the_budget_counts_pass_every_forward_case() -> None:
     tasks = {"flash_attention.forward", "flash_attention.causal", "flash_attention.gqa", "flash_attention.ragged"}
-    outcomes = _outcomes(_graded("flash_attention", "correct_split_kv", tasks))
-    assert len(outcomes) == 19
+    outcomes = _outcomes(_graded("flash_attention", "correct_split_kv", tasks, max_cases=2))  # two splits and one
+    assert len(outcomes) == 8
     assert all(status == "passed" for status, _ in outcomes.values()), outcomes
 
 
