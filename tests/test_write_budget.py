@@ -83,7 +83,8 @@ def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
 
 
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
-    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_fine", {"quant_matmul.w8a16", "quant_matmul.w4a16"}, 5))
+    tasks = {"quant_matmul.w8a16", "quant_matmul.w4a16"}
+    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_fine", tasks, max_cases=5))
     assert all(status == "passed" for status, _ in outcomes.values()), outcomes
     assert len(outcomes) == 10
 

@@ -203,17 +203,8 @@ GPU_GELU = [
     {"shape": [64, 1000], "scale": 0.01},
     {"shape": [64, 1000], "dist": "huge"},
 ]
-# Rows of 10000 columns make a tile of 16384; rows of 40000 are longer than MAX_FUSED_COLS = 32768
-# and are split into chunks, one program each; offsets of +-100
-# overflow or underflow exp unless the row max is subtracted first; rows that are not powers of two
-# leave masked lanes in the last tile. The hostile rows come once in one tile (3000 columns) and once
-# split, 36865 = 9 * 4096 + 1 columns: the last chunk holds one column, which a kernel that stops one
-# element short of the row (for any power-of-two chunk up to 4096) never reads or writes; "rising" puts the
-# row's maximum in its last chunk, "masked" leaves whole chunks of -inf. On the CPU the split rows take the
-# form in which the row's last program writes it (the interpreter cannot wait); on the GPU the programs wait
-# for each other, except in rows of more chunks than the GPU has SMs (1500007 columns: 184 chunks of 8192).
-# On the GPU, 16-bit rows of 16385-32768 columns may be read as 32-bit words, two values each (the
-# solution's PAIRS): hostile rows of 20000 columns put -inf, huge and equal values in both halves of a word.
+
+
 # A fused softmax stores its output once; a row split over programs may also store its blocks' statistics (a maximum
 # and a sum, two floats, for each block of at least SOFTMAX_SPLIT_MIN columns). The written-out softmax stores its
 # exponentials (or the shifted row) and then the output: twice the output's bytes.
@@ -233,6 +224,18 @@ SOFTMAX_WRITES = (
     "back is the written-out softmax this assignment fuses. Keep a row's values in registers from its load to its store"
 )
 
+
+# Rows of 10000 columns make a tile of 16384; rows of 40000 are longer than MAX_FUSED_COLS = 32768
+# and are split into chunks, one program each; offsets of +-100
+# overflow or underflow exp unless the row max is subtracted first; rows that are not powers of two
+# leave masked lanes in the last tile. The hostile rows come once in one tile (3000 columns) and once
+# split, 36865 = 9 * 4096 + 1 columns: the last chunk holds one column, which a kernel that stops one
+# element short of the row (for any power-of-two chunk up to 4096) never reads or writes; "rising" puts the
+# row's maximum in its last chunk, "masked" leaves whole chunks of -inf. On the CPU the split rows take the
+# form in which the row's last program writes it (the interpreter cannot wait); on the GPU the programs wait
+# for each other, except in rows of more chunks than the GPU has SMs (1500007 columns: 184 chunks of 8192).
+# On the GPU, 16-bit rows of 16385-32768 columns may be read as 32-bit words, two values each (the
+# solution's PAIRS): hostile rows of 20000 columns put -inf, huge and equal values in both halves of a word.
 CPU_SOFTMAX = [
     {"shape": [1]},
     {"shape": [3, 100]},

@@ -318,9 +318,11 @@ def quant_write_budget(inputs: Tensors, params: Params) -> int:
 QUANT_WRITES = (
     "a weight-only quantized matmul dequantizes each weight in registers, where it meets its product, and stores "
     f"the output (and with split-K a float32 partial sum for each split of at least {QUANT_SPLIT_MIN} of K). Writing "
-    "the weights widened to memory (by a kernel or a PyTorch conversion), whole or a chunk at a time, and multiplying after is the dequantize-then-matmul "
-    "this assignment replaces: load the packed weights in the matmul's K loop and dequantize them there"
+    "the weights widened to memory (by a kernel or a PyTorch conversion), whole or a chunk at a time, and multiplying "
+    "after is the dequantize-then-matmul this assignment replaces: load the packed weights in the matmul's K loop and "
+    "dequantize them there"
 )
+
 
 W8, W4 = "quant_matmul.w8a16", "quant_matmul.w4a16"
 ASSIGNMENT = Assignment(
