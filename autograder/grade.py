@@ -388,6 +388,8 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
             )
         if not ok and result.status == "passed":
             result.status, result.message, result.score = "failed", message, 0.0
+            if reply.get("over_write_budget") is True:
+                result.extra["over_write_budget"] = True
 
     for i, case in enumerate(cases, 1):
         progress(f"{spec.slug} · {part.task} · case {i}/{len(cases)} {case.name}")
@@ -430,7 +432,28 @@ def _correctness(spec: Assignment, part: Part, cases: list[Case], tier: str, wor
                 _replay_with_other_kept(part, case, seed, reply, worker, replayer, seeds, limits, result, pending,
                                         finish)
     finish()
+    _forfeit_past_write_budget(results)
     return results
+
+
+def _forfeit_past_write_budget(results: list[CaseResult]) -> None:
+    """Once one case of a part stored past the part's write budget, no case of the part passes. What kernels store is
+    their technique, the same at every size, and at small sizes the technique a budget refuses stores no more than the
+    one it allows (red team 23's causal forward that stored its triangle of scores passed the 8 cases whose keys were
+    fewer than about twice the head dim, 24 points of 80)."""
+    over = next((r for r in results if r.extra.get("over_write_budget")), None)
+    if over is None:
+        return
+    for result in results:
+        if result.status == "passed":
+            result.status, result.score = "failed", 0.0
+            result.message = (
+                f"Right, but this part's points need every case within its write budget, and in case {over.name} "
+                "your kernels stored more than the part allows (that case's sentence says what is counted). Stores "
+                "are a property of your technique, not of a size: on small inputs the technique that budget refuses "
+                "stores no more than the one it asks for. Change what that case's sentence names, and these cases "
+                "pass again."
+            )
 
 
 def _replay_with_other_kept(part: Part, case: Case, seed: int, reply: dict, worker: Worker, replayer: Replayer,

@@ -106,7 +106,7 @@ class _Replayer:
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
             if budget is not None and written[0] > budget:
-                return {"status": "refused", "message": (
+                return {"status": "refused", "over_write_budget": True, "message": (
                     f"Your kernels stored {written[0]:,} bytes in this call (a copy into another dtype counts as a store), "
                     f"{written[0] / max(budget, 1):.2f} times the "
                     f"{budget:,} this part allows, counted on the CPU tier: {part.write_budget_says}"

@@ -3,7 +3,9 @@ stores its score matrix, a quantized matmul that writes the weights widened (who
 multiplies after, and unfused GELU and softmax each compute the right answer in Triton, and each fails the cases
 where what it stores passes the budget, with a sentence that names the technique (red team 20 took quant_matmul's
 70 points and flash attention's 80 that way), and so does a PyTorch conversion that widens the weights (red team 23).
-Honest split-K, and keys split over programs, at the finest split the budget counts pass.
+The small cases, where the naive technique stores no more than the budget allows, fail with their part (red team 23's
+score triangle kept 24 of flash attention's 80 points on them). Honest split-K, and keys split over programs, at the
+finest split the budget counts pass.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from autograder.specs import SLUGS, load_spec
 from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
 STORED = "Your kernels stored"
+FORFEIT = "this part's points need every case within its write budget"
 
 
 @triton.jit
@@ -60,26 +63,31 @@ def _outcomes(result: AssignmentResult) -> dict[str, tuple[str, str]]:
     return {f"{c.task} {c.name}": (c.status, c.message or "") for c in result.cases if c.kind == "correctness"}
 
 
-def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case_but_the_forty_row_ones() -> None:
+def _assert_refused_or_forfeit(outcomes: dict[str, tuple[str, str]], small: set[str], says: str) -> None:
+    """Every case failed: the `small` ones (where the naive stores fit the budget) with their part, the rest refused
+    with the sentence about stores, which `says` names the technique in."""
+    for name, (status, message) in outcomes.items():
+        assert status == "failed", (name, status, message)
+        if name in small:
+            assert FORFEIT in message and "Your kernels stored" not in message, (name, message)
+        else:
+            assert message.startswith(STORED) and says in message, (name, message)
+
+
+def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case() -> None:
     # W4A16's cases (W8A16's meet the same budget in the conversion test below)
     outcomes = _outcomes(_graded("quant_matmul", "wrong_dequantize_to_memory", {"quant_matmul.w4a16"}))
-    passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
     # with 40 rows, a dense float32 copy of the weights (N x K) is smaller than the room split-K partial sums get
-    assert passed == {name for name in outcomes if " M=40 " in name}, passed
-    for name, (status, message) in outcomes.items():
-        if name not in passed:
-            assert status == "failed" and message.startswith(STORED), (name, message)
-            assert "dequantize-then-matmul" in message
-    assert len(outcomes) - len(passed) == 11
+    small = {name for name in outcomes if " M=40 " in name}
+    assert len(outcomes) - len(small) == 11
+    _assert_refused_or_forfeit(outcomes, small, "dequantize-then-matmul")
 
 
 def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
     outcomes = _outcomes(_graded("quant_matmul", "wrong_widen_by_conversion", {"quant_matmul.w8a16"}))
-    passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
-    assert passed == {name for name in outcomes if " M=40 " in name}, passed
-    assert len(outcomes) - len(passed) == 9
-    assert all(message.startswith(STORED) and "another dtype" in message
-               for name, (_, message) in outcomes.items() if name not in passed)  # fmt: skip
+    small = {name for name in outcomes if " M=40 " in name}
+    assert len(outcomes) - len(small) == 9
+    _assert_refused_or_forfeit(outcomes, small, "another dtype")
 
 
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
@@ -90,12 +98,26 @@ def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
 
 
 def test_stored_scores_fail_the_forward_parts() -> None:
-    tasks = {"flash_attention.forward", "flash_attention.causal", "flash_attention.gqa", "flash_attention.ragged"}
+    tasks = {"flash_attention.forward", "flash_attention.gqa"}
     outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored", tasks, max_cases=1))
-    assert len(outcomes) == 4
-    for name, (status, message) in outcomes.items():
-        assert status == "failed" and message.startswith(STORED), (name, message)
-        assert "online softmax" in message
+    assert len(outcomes) == 2
+    _assert_refused_or_forfeit(outcomes, set(), "online softmax")
+
+
+def test_a_stored_score_triangle_fails_every_causal_and_ragged_case() -> None:
+    """Red team 23's: under the causal mask only the lower triangle of scores is stored, about 2 x Sk bytes a row;
+    with keys up to about twice the head dim that fits the room a split forward's partials get."""
+    outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored",
+                                 {"flash_attention.causal", "flash_attention.ragged"}))  # fmt: skip
+    small = {"flash_attention.causal (2x2x128x32) float32 causal=True",
+             "flash_attention.causal (1x2x128x32) float32 causal=True dist=hostile",
+             "flash_attention.ragged (2x3x45x32) float32 causal=True",
+             "flash_attention.ragged (1x4x100x32) float32 kv_heads=2 seq_k=17 causal=False",
+             "flash_attention.ragged (1x2x33x64) float32 causal=True",
+             "flash_attention.ragged (1x1x19x128) float32 seq_k=50 causal=False",
+             "flash_attention.ragged (1x2x3x16) float32 seq_k=1 causal=False"}  # fmt: skip
+    assert small < set(outcomes) and len(outcomes) == 12
+    _assert_refused_or_forfeit(outcomes, small, "online softmax")
 
 
 def test_keys_split_over_programs_as_finely_as_the_budget_counts_pass_every_forward_case() -> None:
@@ -105,14 +127,11 @@ def test_keys_split_over_programs_as_finely_as_the_budget_counts_pass_every_forw
     assert all(status == "passed" for status, _ in outcomes.values()), outcomes
 
 
-def test_unfused_gelu_and_softmax_fail_every_case_larger_than_the_slack() -> None:
+def test_unfused_gelu_and_softmax_fail_every_case() -> None:
     outcomes = _outcomes(_graded("fusion", "wrong_unfused", {"fusion.gelu", "fusion.softmax"}))
-    passed = {name for name, (status, _) in outcomes.items() if status == "passed"}
     # one element: twice four bytes is within the budget's slack for a few counters
-    assert passed == {"fusion.gelu (1) float32", "fusion.softmax (1) float32"}, passed
-    for name, (status, message) in outcomes.items():
-        if name not in passed:
-            assert status == "failed" and message.startswith(STORED), (name, message)
+    small = {"fusion.gelu (1) float32", "fusion.softmax (1) float32"}
+    _assert_refused_or_forfeit(outcomes, small, "")
     assert "keeps every intermediate value in registers" in outcomes["fusion.gelu (1000) float32"][1]
     assert "written-out softmax" in outcomes["fusion.softmax (3x100) float32"][1]
 

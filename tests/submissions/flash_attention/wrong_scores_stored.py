@@ -1,8 +1,10 @@
 """Wrong technique, right answer: textbook attention in Triton. One kernel stores the score matrix
-S = scale * Q K^T (Sq x Sk floats a head) to memory; a second reads it back, twice (the row maxima and sums,
-then the probabilities times V). Every output is right; the flash attention parts ask for a forward that never
-stores the scores, and the grader counts what the kernels store: the four forward parts fail wherever the
-scores outweigh the output (Sk well past the head dim), with the sentence that says so.
+S = scale * Q K^T (Sq x Sk floats a head) to memory, under the causal mask only its lower triangle (red team 23);
+a second reads it back, twice (the row maxima and sums, then the probabilities times V). Every output is right;
+the flash attention parts ask for a forward that never stores the scores, and the grader counts what the kernels
+store: where the keys are few (up to about twice the head dim) the scores weigh no more than a split forward's
+partials, elsewhere they weigh more and the case is refused with the sentence that says so, and one refused case
+costs its part every case.
 """
 
 import math
@@ -29,12 +31,14 @@ def _scores_kernel(q_ptr, k_ptr, s_ptr, seqlen_q, seqlen_k, n_heads_q, group, sc
     if CAUSAL:
         s = tl.where(offs_n[None, :] <= offs_m[:, None], s, float("-inf"))
     mask = (offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k)
+    if CAUSAL:  # scores above the diagonal are never read: store only the triangle
+        mask = mask & (offs_n[None, :] <= offs_m[:, None])
     tl.store(s_ptr + bh.to(tl.int64) * seqlen_q * seqlen_k + offs_m[:, None] * seqlen_k + offs_n[None, :], s, mask=mask)
 
 
 @triton.jit
 def _softmax_pv_kernel(s_ptr, v_ptr, o_ptr, seqlen_q, seqlen_k, n_heads_q, group,
-                       D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                       CAUSAL: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     pid_m, bh = tl.program_id(0), tl.program_id(1)
     bkv = (bh // n_heads_q) * (n_heads_q // group) + (bh % n_heads_q) // group
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -43,15 +47,19 @@ def _softmax_pv_kernel(s_ptr, v_ptr, o_ptr, seqlen_q, seqlen_k, n_heads_q, group
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)
     for start in range(0, seqlen_k, BLOCK_N):  # the row maxima, from the stored scores
         offs_n = start + tl.arange(0, BLOCK_N)
-        s = tl.load(s_base + offs_m[:, None] * seqlen_k + offs_n[None, :],
-                    mask=(offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k), other=float("-inf"))
+        stored = (offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k)
+        if CAUSAL:
+            stored = stored & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.load(s_base + offs_m[:, None] * seqlen_k + offs_n[None, :], mask=stored, other=float("-inf"))
         m = tl.maximum(m, tl.max(s, 1))
     l = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
     for start in range(0, seqlen_k, BLOCK_N):  # read back again: the probabilities times V
         offs_n = start + tl.arange(0, BLOCK_N)
-        s = tl.load(s_base + offs_m[:, None] * seqlen_k + offs_n[None, :],
-                    mask=(offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k), other=float("-inf"))
+        stored = (offs_m[:, None] < seqlen_q) & (offs_n[None, :] < seqlen_k)
+        if CAUSAL:
+            stored = stored & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.load(s_base + offs_m[:, None] * seqlen_k + offs_n[None, :], mask=stored, other=float("-inf"))
         p = tl.exp(s - m[:, None])
         l += tl.sum(p, 1)
         v = tl.load(v_ptr + bkv.to(tl.int64) * seqlen_k * D + offs_n[:, None] * D + offs_d[None, :],
@@ -69,5 +77,6 @@ def flash_attention(q, k, v, causal=False, scale=None):
     o = torch.empty_like(q)
     _scores_kernel[(triton.cdiv(Sq, 32), B * Hq, triton.cdiv(Sk, 32))](
         q, k, s, Sq, Sk, Hq, Hq // Hkv, scale, CAUSAL=causal, D=D, BLOCK_M=32, BLOCK_N=32)
-    _softmax_pv_kernel[(triton.cdiv(Sq, 32), B * Hq)](s, v, o, Sq, Sk, Hq, Hq // Hkv, D=D, BLOCK_M=32, BLOCK_N=32)
+    _softmax_pv_kernel[(triton.cdiv(Sq, 32), B * Hq)](s, v, o, Sq, Sk, Hq, Hq // Hkv, CAUSAL=causal, D=D,
+                                                      BLOCK_M=32, BLOCK_N=32)
     return o
