@@ -305,7 +305,8 @@ def _speed(task: str, params: Params, target: float, zero_at: float = 1.0) -> Sp
 # the output, and with split-K a float32 partial sum of the output for each split (of at least QUANT_SPLIT_MIN of K,
 # the smallest K of tl.dot: red team 23's splits that fill the SMs were that narrow). Dequantizing the weights into
 # memory, whole or a chunk at a time, stores N x K values (a conversion by PyTorch, `.to(torch.float32)`, counts too):
-# past this budget at every case but the largest M of the CPU tier (40 rows, where a float32 copy fits in the room).
+# past this budget at every case but the largest M of the CPU tier (40 rows, where a float32 copy fits in the room),
+# and one case past the budget fails the part.
 QUANT_SPLIT_MIN = 16
 
 

@@ -1,7 +1,8 @@
 """Wrong technique, right answer: each operation its own kernel, as the written-out PyTorch runs them. GeLU stores
 the tanh's argument and reads it back; softmax stores each row's exponentials with its maximum and sum, and a
 second kernel divides. Every output is right; the assignment asks for fused kernels, and the grader counts what
-the kernels store: twice the output, past the budget in every case but the smallest, with the sentence that says so.
+the kernels store: twice the output, past the budget in every case but the smallest, with the sentence that says so (the smallest
+fails with its part).
 """
 
 import course.env  # noqa: F401

@@ -2,7 +2,7 @@
 widened to float32 into a buffer that is reused chunk after chunk (so no allocation is ever N x K), and a plain
 tiled matmul multiplies by it. Every output is right; the assignment asks for the weights dequantized in the
 matmul's K loop, and the grader counts what the kernels store: N x K floats, past the budget at every case of
-the CPU tier but those with 40 rows, with the sentence that says so.
+the CPU tier but those with 40 rows, with the sentence that says so; and those fail with their part.
 """
 
 import course.env  # noqa: F401
