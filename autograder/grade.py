@@ -279,12 +279,18 @@ def _replay_verdict(part: Part, params: dict, reply: dict, reference: dict[str, 
 def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, torch.Tensor]) -> tuple[bool, str]:
     """Whether the part's kernel, launched by the grader itself on the replay's inputs (Part.kernel_probe), gave the
     right answer too, and a sentence when not."""
-    name = part.probed_kernel
+    launched = probe.get("kernels") if isinstance(probe, dict) else None
+    names = launched if isinstance(launched, list) and launched and all(isinstance(n, str) for n in launched) \
+        else [part.probed_kernel]
+    name = " and ".join(f"`{n}`" for n in names)
+    these = "that kernel" if len(names) == 1 else "those kernels"
     how = ("its descriptors, a tile of the grader's choosing, programs that each take one or more tiles"
            if part.launches_with_descriptors else "its arguments, with launch settings of the grader's choosing")
+    if len(names) > 1:
+        how = how.replace("its ", "their ", 1)
     lead = (
-        f"The grader also launches your `{name}` itself, as the given launcher does ({how}), on new inputs, since this "
-        "part grades that kernel: "
+        f"The grader also launches your {name} itself, as the given launcher does ({how}), on new inputs, since this "
+        f"part grades {these}: "
     )
     if not isinstance(probe, dict):
         return False, lead + "the grader received no result from that launch."
@@ -298,7 +304,7 @@ def _probe_verdict(part: Part, params: dict, probe: Any, reference: dict[str, to
         return False, lead + (
             f"its result was wrong: {wrong} Your call's own answer was right, so either the kernel is right only for "
             "your launcher's settings (make it right for any tile and any number of programs the handout allows) or "
-            f"the answer came from elsewhere than `{name}`."
+            f"the answer came from elsewhere than {name}."
         )
     return True, ""
 

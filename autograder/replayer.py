@@ -204,15 +204,19 @@ class _Replayer:
 
     def _probe(self, part: Any, inputs: dict, params: dict) -> dict:
         """The part's kernels launched by the grader itself (Part.kernel_probe) on the case's inputs, made for it alone:
-        its outputs, or {"error": sentence} where a launch failed."""
+        its outputs, or {"error": sentence} where a launch failed; with either, under "kernels", the names of the
+        kernels it launched, for the sentence of a wrong result."""
         from autograder.replay import ReplayRefused, bounded, out_of_bounds
 
         torch = self.torch
         check, interpret, launchable = self.check, self.interpret, self.launchable
+        launched: list[str] = []
 
         class Checked:  # kernel[grid](...), compiled for a GPU first where it runs under the interpreter, as in a replay
             def __init__(self, name: str) -> None:
                 self.name = name
+                if name not in launched:
+                    launched.append(name)
                 self.kernel = launchable.get(name)
                 if self.kernel is None:
                     raise ReplayRefused(f"kernels.py has no @triton.jit function `{name}` at its top level for the "
@@ -243,10 +247,10 @@ class _Replayer:
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except ReplayRefused as exc:
-            return {"error": str(exc)}
+            return {"error": str(exc), "kernels": launched}
         except Exception as exc:  # noqa: BLE001  (a kernel that fails the grader's launch fails its case)
-            return {"error": _first_lines(f"{type(exc).__name__}: {exc}")}
-        return {k: v for k, v in outputs.items() if type(v) is torch.Tensor}
+            return {"error": _first_lines(f"{type(exc).__name__}: {exc}"), "kernels": launched}
+        return {**{k: v for k, v in outputs.items() if type(v) is torch.Tensor}, "kernels": launched}
 
     def warm(self, request: dict) -> dict:
         """Run the tape and the baseline once each: their compilations then lie outside the timing."""
