@@ -44,6 +44,7 @@ _BOUNDS: list[Any] = []  # [starts, ends] (sorted numpy arrays of the replay's s
 _STRICT: list[bool] = [False]  # the replayer's: an interpreted access outside every bounded launch is refused too
 # Bytes that interpreted kernels stored (tl.store, a descriptor's store, an atomic), counted inside `counting_writes`.
 _WRITTEN: list[int] = []
+_COUNT_MOVES: list[bool] = []  # [whether PyTorch's fills and copies in one dtype count too] inside `counting_writes`
 
 
 def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
@@ -80,34 +81,46 @@ def _count_written(mask: Any, shape: tuple[int, ...], itemsize: int) -> None:
     _WRITTEN[0] += elements * itemsize
 
 
+_FILLS = frozenset("zeros zeros_like new_zeros full full_like new_full ones ones_like new_ones fill_ zero_".split())
+
+
 def _count_converted(name: str, args: list, out: Any) -> None:
     """A copy into another dtype counts as a store: converting is arithmetic (int8 weights to float32 are the dequantized
     weights, less a scale), and the allowed ops would otherwise widen a tensor unseen (red team 23). Copies in one dtype
-    move data and are not counted (grouped-query attention may repeat K and V that way)."""
+    and fills move data and are counted only where `counting_writes(moves=True)` says (Part.write_budget_counts_moves):
+    elsewhere grouped-query attention may repeat K and V that way."""
     if not _WRITTEN:
         return
+    moves = _COUNT_MOVES[0] if _COUNT_MOVES else False
     if name == "copy_" and len(args) >= 2:
         dst, src = args[0], args[1]
-    elif name == "_to_copy" and args:
+    elif name in ("_to_copy", "clone") and args:
         dst, src = out, args[0]
+    elif moves and name in _FILLS:
+        dst = args[0] if name.endswith("_") and args else out
+        if isinstance(dst, torch.Tensor):
+            _WRITTEN[0] += dst.numel() * dst.element_size()
+        return
     else:
         return
-    if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and dst.dtype != src.dtype:
+    if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and (moves or dst.dtype != src.dtype):
         _WRITTEN[0] += dst.numel() * dst.element_size()
 
 
 @contextmanager
-def counting_writes() -> Iterator[list[int]]:
+def counting_writes(moves: bool = False) -> Iterator[list[int]]:
     """Counts the bytes interpreted kernels store while it is open: [bytes] when it closes. Every store, descriptor
     store and atomic counts the elements its mask lets through (an atomic's read-modify-write counts as a store), and
-    every copy into another dtype its whole destination."""
+    every copy into another dtype its whole destination; with `moves`, every copy and fill its destination too."""
     _WRITTEN[:] = [0]
+    _COUNT_MOVES[:] = [moves]
     total = [0]
     try:
         yield total
     finally:
         total[0] = _WRITTEN[0] if _WRITTEN else 0
         _WRITTEN.clear()
+        _COUNT_MOVES.clear()
 
 
 def out_of_bounds(exc: BaseException) -> OutOfBounds | None:

@@ -101,13 +101,15 @@ class _Replayer:
             replay = self.replay(tape)
             bound = replay.bind(inputs)
             budget = part.write_budget(inputs, params) if part.write_budget is not None and self.interpret else None
-            with counting_writes() as written:
+            with counting_writes(part.write_budget_counts_moves) as written:
                 outputs = replay.run(bound)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
             if budget is not None and written[0] > budget:
+                counted = ("PyTorch's fills and copies count as stores here" if part.write_budget_counts_moves
+                           else "a copy into another dtype counts as a store")
                 return {"status": "refused", "over_write_budget": True, "message": (
-                    f"Your kernels stored {written[0]:,} bytes in this call (a copy into another dtype counts as a store), "
+                    f"Your kernels stored {written[0]:,} bytes in this call ({counted}), "
                     f"{written[0] / max(budget, 1):.2f} times the "
                     f"{budget:,} this part allows, counted on the CPU tier: {part.write_budget_says}"
                 )}

@@ -93,6 +93,11 @@ class Part:
     # cases judge what a kernel moves. `write_budget_says`: what the budget allows, the end of the refusal's sentence.
     write_budget: Callable[[Tensors, Params], int] | None = None
     write_budget_says: str = ""
+    # Whether PyTorch's fills and copies in one dtype count against the budget too (copies into another dtype always
+    # do): for a part whose naive algorithm is an input laid out wider in memory, which a zeroed buffer and a strided
+    # copy into it make without arithmetic (red team 24 widened W8A16's weights to 32-bit words that way). Elsewhere
+    # copies move data the technique allows moving (grouped-query attention's repeated K and V, a clone rotated in place).
+    write_budget_counts_moves: bool = False
 
     @property
     def probed_kernel(self) -> str:
@@ -116,8 +121,10 @@ class Part:
         return tol if isinstance(tol, Tolerance) else tol(params)
 
 
-# Bytes past any write budget (Part.write_budget): a few counters and flags, such as a split launch's arrival counters.
-WRITE_SLACK = 1024
+# Bytes past any write budget (Part.write_budget): a few counters and flags, such as a split launch's arrival counters,
+# or an output padded to a whole block of 1024 floats and stored without a mask (red team 24). A part's small cases
+# need no tighter slack: one case past the budget fails the part, and its large cases tell the techniques apart.
+WRITE_SLACK = 4096
 
 
 def output_once(name: str) -> Callable[[Tensors, Params], int]:

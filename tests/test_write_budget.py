@@ -10,6 +10,7 @@ finest split the budget counts pass.
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,6 +24,10 @@ from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
 STORED = "Your kernels stored"
 FORFEIT = "this part's points need every case within its write budget"
+# How many cases of the graded parts each naive submission is refused in (the rest fit the budget and fail with their
+# part), with this course's cases and budgets: a change to either shows here.
+REFUSED = {"wrong_dequantize_to_memory": 8, "wrong_widen_by_conversion": 8, "byte copies": 8, "wrong_scores_stored": 2,
+           "scores stored, forward and gqa": 3, "wrong_unfused": 15}
 
 
 @triton.jit
@@ -63,31 +68,64 @@ def _outcomes(result: AssignmentResult) -> dict[str, tuple[str, str]]:
     return {f"{c.task} {c.name}": (c.status, c.message or "") for c in result.cases if c.kind == "correctness"}
 
 
-def _assert_refused_or_forfeit(outcomes: dict[str, tuple[str, str]], small: set[str], says: str) -> None:
-    """Every case failed: the `small` ones (where the naive stores fit the budget) with their part, the rest refused
-    with the sentence about stores, which `says` names the technique in."""
+def _refused(outcomes: dict[str, tuple[str, str]], says: str) -> set[str]:
+    """The cases refused for what they stored, with the sentence that names the technique (`says`), once every case is
+    checked to have failed: the rest, where the naive stores fit the budget, with their part."""
+    refused = set()
     for name, (status, message) in outcomes.items():
         assert status == "failed", (name, status, message)
-        if name in small:
-            assert FORFEIT in message and "Your kernels stored" not in message, (name, message)
+        if message.startswith(STORED):
+            assert says in message, (name, message)
+            refused.add(name)
         else:
-            assert message.startswith(STORED) and says in message, (name, message)
+            assert FORFEIT in message, (name, message)
+    return refused
 
 
 def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case() -> None:
     # W4A16's cases (W8A16's meet the same budget in the conversion test below)
     outcomes = _outcomes(_graded("quant_matmul", "wrong_dequantize_to_memory", {"quant_matmul.w4a16"}))
+    refused = _refused(outcomes, "dequantize-then-matmul")
     # with 40 rows, a dense float32 copy of the weights (N x K) is smaller than the room split-K partial sums get
-    small = {name for name in outcomes if " M=40 " in name}
-    assert len(outcomes) - len(small) == 11
-    _assert_refused_or_forfeit(outcomes, small, "dequantize-then-matmul")
+    assert not any(" M=40 " in name for name in refused) and "quant_matmul.w4a16 float32 M=1 K=2048 N=130 group_size=256 dist=extreme" in refused
+    assert len(refused) == REFUSED["wrong_dequantize_to_memory"], sorted(set(outcomes) - refused)
 
 
 def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
     outcomes = _outcomes(_graded("quant_matmul", "wrong_widen_by_conversion", {"quant_matmul.w8a16"}))
-    small = {name for name in outcomes if " M=40 " in name}
-    assert len(outcomes) - len(small) == 9
-    _assert_refused_or_forfeit(outcomes, small, "another dtype")
+    refused = _refused(outcomes, "fills and copies count as stores")
+    assert "quant_matmul.w8a16 float32 M=1 K=2049 N=96" in refused
+    assert len(refused) == REFUSED["wrong_widen_by_conversion"], sorted(set(outcomes) - refused)
+
+
+# Red team 24: the int8 weights widened to 32-bit words with no conversion, by a zeroed buffer of four bytes a weight
+# and a copy in one dtype into the first byte of each; the kernel reads the words and restores the sign.
+BYTE_COPIES = {
+    "    w = w_int8.to(torch.float32)  # (N, K): the weights widened, by PyTorch\n": (
+        "    words = torch.zeros((n, k, 4), dtype=torch.uint8, device=w_int8.device)\n"
+        "    words[:, :, 0].copy_(w_int8.view(torch.uint8))\n"
+        "    w = words.view(torch.int32)[..., 0]  # (N, K) words, each a weight's byte\n"
+    ),
+    "        acc += tl.dot(x.to(tl.float32), w, input_precision=\"ieee\")\n": (
+        "        w = tl.where(w > 127, w - 256, w).to(tl.float32)\n"
+        "        acc += tl.dot(x.to(tl.float32), w, input_precision=\"ieee\")\n"
+    ),
+}
+
+
+def test_weights_widened_by_a_fill_and_copies_in_one_dtype_count_as_stored(tmp_path: Path) -> None:
+    source = (SUBMISSIONS / "quant_matmul" / "wrong_widen_by_conversion.py").read_text()
+    for old, new in BYTE_COPIES.items():
+        assert source.count(old) == 1, "wrong_widen_by_conversion.py changed: update this test's edit"
+        source = source.replace(old, new)
+    path = tmp_path / "kernels.py"
+    path.write_text(source)
+    result = grade_assignment("quant_matmul", path, "cpu", seed=SEED, timeout=120.0,
+                              selection=Selection(tasks={"quant_matmul.w8a16"}))  # fmt: skip
+    outcomes = _outcomes(result)
+    refused = _refused(outcomes, "fills and copies count as stores")
+    assert "quant_matmul.w8a16 float32 M=1 K=2049 N=96" in refused
+    assert len(refused) == REFUSED["byte copies"], sorted(set(outcomes) - refused)
 
 
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
@@ -98,10 +136,11 @@ def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
 
 
 def test_stored_scores_fail_the_forward_parts() -> None:
-    tasks = {"flash_attention.forward", "flash_attention.gqa"}
-    outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored", tasks, max_cases=1))
-    assert len(outcomes) == 2
-    _assert_refused_or_forfeit(outcomes, set(), "online softmax")
+    outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored", {"flash_attention.forward", "flash_attention.gqa"}))
+    assert len(outcomes) == 7
+    refused = _refused(outcomes, "online softmax")
+    assert {name.split(" ")[0] for name in refused} == {"flash_attention.forward", "flash_attention.gqa"}
+    assert len(refused) == REFUSED["scores stored, forward and gqa"], sorted(set(outcomes) - refused)
 
 
 def test_a_stored_score_triangle_fails_every_causal_and_ragged_case() -> None:
@@ -109,15 +148,12 @@ def test_a_stored_score_triangle_fails_every_causal_and_ragged_case() -> None:
     with keys up to about twice the head dim that fits the room a split forward's partials get."""
     outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored",
                                  {"flash_attention.causal", "flash_attention.ragged"}))  # fmt: skip
-    small = {"flash_attention.causal (2x2x128x32) float32 causal=True",
-             "flash_attention.causal (1x2x128x32) float32 causal=True dist=hostile",
-             "flash_attention.ragged (2x3x45x32) float32 causal=True",
-             "flash_attention.ragged (1x4x100x32) float32 kv_heads=2 seq_k=17 causal=False",
-             "flash_attention.ragged (1x2x33x64) float32 causal=True",
-             "flash_attention.ragged (1x1x19x128) float32 seq_k=50 causal=False",
-             "flash_attention.ragged (1x2x3x16) float32 seq_k=1 causal=False"}  # fmt: skip
-    assert small < set(outcomes) and len(outcomes) == 12
-    _assert_refused_or_forfeit(outcomes, small, "online softmax")
+    assert len(outcomes) == 12
+    refused = _refused(outcomes, "online softmax")
+    # the longest key range of each part: 256 keys at D = 16 (causal), 300 keys at D = 16 (ragged)
+    assert {"flash_attention.causal (1x2x256x16) float32 causal=True scale=0.5",
+            "flash_attention.ragged (1x2x37x16) float32 seq_k=300 causal=False"} <= refused  # fmt: skip
+    assert len(refused) == REFUSED["wrong_scores_stored"], sorted(set(outcomes) - refused)
 
 
 def test_keys_split_over_programs_as_finely_as_the_budget_counts_pass_every_forward_case() -> None:
@@ -129,11 +165,11 @@ def test_keys_split_over_programs_as_finely_as_the_budget_counts_pass_every_forw
 
 def test_unfused_gelu_and_softmax_fail_every_case() -> None:
     outcomes = _outcomes(_graded("fusion", "wrong_unfused", {"fusion.gelu", "fusion.softmax"}))
-    # one element: twice four bytes is within the budget's slack for a few counters
-    small = {"fusion.gelu (1) float32", "fusion.softmax (1) float32"}
-    _assert_refused_or_forfeit(outcomes, small, "")
-    assert "keeps every intermediate value in registers" in outcomes["fusion.gelu (1000) float32"][1]
-    assert "written-out softmax" in outcomes["fusion.softmax (3x100) float32"][1]
+    refused = _refused(outcomes, "")
+    # the smallest cases store twice their output within the slack for counters and padding
+    assert len(refused) == REFUSED["wrong_unfused"], sorted(set(outcomes) - refused)
+    for task, says in (("fusion.gelu", "keeps every intermediate value in registers"), ("fusion.softmax", "written-out softmax")):
+        assert any(says in outcomes[name][1] for name in refused if name.startswith(task + " ")), (task, refused)
 
 
 @pytest.mark.parametrize("slug", ["fusion", "rope", "swiglu", "flash_attention", "quant_matmul"])

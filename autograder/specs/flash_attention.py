@@ -526,24 +526,29 @@ def _cases(cpu: list[Params], gpu: list[Params]) -> list[Case]:
 
 # A forward may split the keys over programs (FlashAttention-2 does where batch x heads x query blocks leave SMs idle):
 # each split stores a float32 partial output and two statistics a query row, for a split of at least
-# ATTENTION_SPLIT_MIN keys and twice the head dim. Storing the scores is 4 x Sk bytes a row, about twice that.
+# ATTENTION_SPLIT_MIN keys and twice the head dim, or of a fixed count up to ATTENTION_SPLITS_ANY whatever the keys
+# (a decode's split count reused, empty splits storing their partials too: red team 24). Storing the scores is 4 x Sk
+# bytes a row, about twice that. The fixed count stops where every part's largest case still refuses the stored causal
+# triangle of scores (2 x Sk bytes a row; 1.7 times the budget at 256 keys and D = 16), since one refused case fails
+# the part; splits of 32 keys at D = 16 store more than the scores and stay refused.
 ATTENTION_SPLIT_MIN = 64
+ATTENTION_SPLITS_ANY = 4
 
 
 def attention_write_budget(inputs: Tensors, params: Params) -> int:
     """What a forward that keeps its scores on chip may store: the output, the partials of as many key splits as splits
-    of ATTENTION_SPLIT_MIN keys and 2 x D allow (one at least: a float32 accumulator stored and cast, say), and four
-    floats a query row (a log-sum-exp, running maxima and sums). Red team 23's FlashAttention-2 split rule fits."""
+    of ATTENTION_SPLIT_MIN keys and 2 x D allow, or ATTENTION_SPLITS_ANY if more, and four floats a query row (a
+    log-sum-exp, running maxima and sums). Red team 23's FlashAttention-2 split rule fits."""
     q, k = inputs["q"], inputs["k"]  # (B, Hq, Sq, D), (B, Hkv, Sk, D)
     rows, head_dim = q.numel() // q.shape[-1], q.shape[-1]
-    splits = -(-k.shape[2] // max(ATTENTION_SPLIT_MIN, 2 * head_dim))
+    splits = max(-(-k.shape[2] // max(ATTENTION_SPLIT_MIN, 2 * head_dim)), ATTENTION_SPLITS_ANY)
     return q.numel() * q.element_size() + rows * (splits * (4 * head_dim + 8) + 16) + WRITE_SLACK
 
 
 ATTENTION_WRITES = (
     "a flash attention forward keeps each block of scores and probabilities in registers and stores the output, "
     f"with room for float32 partial outputs of the keys split over programs (a split of at least {ATTENTION_SPLIT_MIN} "
-    "keys and twice the head dim) and four floats a query row. "
+    f"keys and twice the head dim, or up to {ATTENTION_SPLITS_ANY} splits of any length) and four floats a query row. "
     "Storing the score matrix (or the probabilities) and reading it back is the attention this assignment replaces: "
     "compute each block of scores, fold it into the running maximum, sum and output (the online softmax), and move "
     "on to the next block of keys"

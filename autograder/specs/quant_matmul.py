@@ -306,20 +306,28 @@ def _speed(task: str, params: Params, target: float, zero_at: float = 1.0) -> Sp
 # the smallest K of tl.dot: red team 23's splits that fill the SMs were that narrow). Dequantizing the weights into
 # memory, whole or a chunk at a time, stores N x K values (a conversion by PyTorch, `.to(torch.float32)`, counts too):
 # past this budget at every case but the largest M of the CPU tier (40 rows, where a float32 copy fits in the room),
-# and one case past the budget fails the part.
+# and one case past the budget fails the part. Besides: a fixed split count up to QUANT_SPLITS_ANY whatever K (a
+# decode's SPLIT_K = 16, its empty splits storing zeros), two more float32 copies of the output (an accumulator zeroed
+# by a kernel or torch.zeros, an epilogue that scales and casts) and one copy of the activations (red team 24). Fills
+# and copies by PyTorch count here (Part.write_budget_counts_moves): a zeroed buffer four bytes a weight with the int8
+# weights copied into one byte of each word is the weights widened, no conversion needed.
 QUANT_SPLIT_MIN = 16
+QUANT_SPLITS_ANY = 16
 
 
 def quant_write_budget(inputs: Tensors, params: Params) -> int:
     m, k, n = params["M"], params["K"], params["N"]
-    out = m * n * inputs["x"].element_size()
-    return out + 4 * m * n * -(-k // QUANT_SPLIT_MIN) + WRITE_SLACK
+    x = inputs["x"]  # (M, K)
+    splits = max(-(-k // QUANT_SPLIT_MIN), QUANT_SPLITS_ANY)
+    return m * n * x.element_size() + 4 * m * n * (splits + 2) + x.numel() * 4 + WRITE_SLACK
 
 
 QUANT_WRITES = (
     "a weight-only quantized matmul dequantizes each weight in registers, where it meets its product, and stores "
-    f"the output (and with split-K a float32 partial sum for each split of at least {QUANT_SPLIT_MIN} of K). Writing "
-    "the weights widened to memory (by a kernel or a PyTorch conversion), whole or a chunk at a time, and multiplying "
+    f"the output (and with split-K a float32 partial sum for each split of at least {QUANT_SPLIT_MIN} of K, or of up to "
+    f"{QUANT_SPLITS_ANY} splits of any length, an accumulator zeroed, an epilogue and a copy of x). Writing the weights "
+    "widened to memory (by a kernel, a PyTorch conversion, or a fill and a copy into a wider buffer), whole or a chunk "
+    "at a time, and multiplying "
     "after is the dequantize-then-matmul this assignment replaces: load the packed weights in the matmul's K loop and "
     "dequantize them there"
 )
@@ -335,10 +343,12 @@ ASSIGNMENT = Assignment(
     },
     parts=[
         Part(W8, "W8A16: int8 weights, per-channel scales", 30, make_w8_inputs, call_w8, reference_w8,
-             _cases(CPU_W8, GPU_W8), TOLERANCES, write_budget=quant_write_budget, write_budget_says=QUANT_WRITES),
+             _cases(CPU_W8, GPU_W8), TOLERANCES, write_budget=quant_write_budget, write_budget_says=QUANT_WRITES,
+             write_budget_counts_moves=True),
         Part(W4, "W4A16: packed 4-bit weights, group-wise scales", 40, make_w4_inputs, call_w4, reference_w4,
              _cases(CPU_W4, GPU_W4), TOLERANCES, setup=setup_w4, setup_reads=("w_packed", "scales"),
-             setup_allowance=w4_state_allowance, write_budget=quant_write_budget, write_budget_says=QUANT_WRITES),
+             setup_allowance=w4_state_allowance, write_budget=quant_write_budget, write_budget_says=QUANT_WRITES,
+             write_budget_counts_moves=True),
     ],  # fmt: skip
     speed=[
         # Full points sit 12-23% below the reference solution's speed-up in five gradings on an H200, and
