@@ -208,3 +208,25 @@ def test_rope_forward_tolerance(name: str, params: dict) -> None:
     assert verdict.ok == should_pass, verdict.message or f"passed with max error {verdict.max_error:.2f} of the tolerance"
     if should_pass and name == "float32 math, one rounding":
         assert verdict.max_error <= 0.7
+
+
+def test_an_honest_swiglu_backward_passes_one_element_where_silus_slope_is_zero() -> None:
+    """dgate = dy up (s + g s (1 - s)) in float32, as the solution computes it: near g = -1.2785 its two terms cancel,
+    and one element is judged against their size, as inside any larger tensor, not against its own small value (the
+    solution failed a one-element case of the bonus that way in one grading of the solutions)."""
+    g = torch.linspace(-1.29, -1.267, 231, dtype=torch.float32)
+    draw = generator(SEED, torch.device("cpu"))
+    up, dy = torch.randn(231, generator=draw), torch.randn(231, generator=draw)
+    lost_to_the_old_scale = 0
+    for i in range(g.numel()):
+        inputs = {"gate": g[i : i + 1], "up": up[i : i + 1], "dy": dy[i : i + 1]}
+        s = torch.sigmoid(inputs["gate"])
+        honest = inputs["dy"] * inputs["up"] * s * (1.0 + inputs["gate"] * (1.0 - s))  # float32 throughout
+        ref = swiglu_spec.reference_backward(inputs, {"shape": [1], "dtype": "float32"})["dgate"]
+        verdict = compare("dgate", honest, ref, swiglu_spec.TOLERANCES["float32"])
+        assert verdict.ok, (g[i].item(), verdict.message)
+        without_the_slope_term = inputs["dy"] * inputs["up"] * s  # a backward that forgets g s (1 - s)
+        assert not compare("dgate", without_the_slope_term, ref, swiglu_spec.TOLERANCES["float32"]).ok
+        err = (honest.double() - ref).abs().item()
+        lost_to_the_old_scale += err > 2e-5 * abs(ref.item())  # atol * mean|ref| + rtol * |ref| with one element
+    assert lost_to_the_old_scale > 10

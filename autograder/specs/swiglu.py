@@ -9,6 +9,7 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
+from autograder.checking import attach_term_scale
 from autograder.spec import COPY, DTYPES, Assignment, Case, Params, Part, SpeedCase, Tensors, Tolerance, ONCE_SAYS, output_once, read_fenced
 
 # --------------------------------------------------------------------------------------------------
@@ -58,10 +59,22 @@ def reference_forward(inputs: Tensors, params: Params) -> Tensors:
 
 
 def reference_backward(inputs: Tensors, params: Params) -> Tensors:
+    """The float64 gradients; dgate = dy up (s + g s (1 - s)), s = sigmoid(g), marked with the size of its two terms
+    (attach_term_scale): near g = -1.28, where SiLU's slope is zero, they cancel, and float32's rounding error lives at
+    their size, not at the small result's. Judged against mean|ref| instead, the one-element case was a lottery: the
+    reference solution failed it in the nineteenth session's grading of the solutions (9e-5 off, relative, against
+    2e-5 allowed), and would have passed the same element inside any larger tensor. The scale is never below the
+    tensor's mean|ref| (what it was): an element of the extremes case, 1e-40 beside elements of 1e+2, is judged as
+    before, not against its own subnormal terms."""
     gate = inputs["gate"].double().requires_grad_()
     up = inputs["up"].double().requires_grad_()
     dgate, dup = torch.autograd.grad(_swiglu64(gate, up), (gate, up), inputs["dy"].double())
-    return {"dgate": dgate, "dup": dup}
+    g, u, dy = inputs["gate"].double(), inputs["up"].double(), inputs["dy"].double()
+    s = torch.sigmoid(g)
+    outer = dy * u * s
+    terms = (outer * outer * (1.0 + (g * (1.0 - s)) ** 2)).sqrt()
+    floor = dgate.abs()[dgate.isfinite()].mean().nan_to_num(0.0) / math.sqrt(2.0 / math.pi)
+    return {"dgate": attach_term_scale(dgate, torch.maximum(terms, floor)), "dup": dup}
 
 
 def eager_baseline(inputs: Tensors, params: Params) -> torch.Tensor:
