@@ -36,8 +36,8 @@ def make_tables(seq_len: int, head_dim: int, base: float, start: int, device: to
 def forward_write_budget(inputs: Tensors, params: Params) -> int:
     """The output once, and room for the cos and sin tables widened to the head dim, as Hugging Face's rotate_half
     form uses them (red team 24: a kernel that widens them, then one that rotates). One kernel per operation stores
-    two products the size of the output besides; every part's largest case has more than one head, so that stays past
-    the budget, and one case past the budget fails the part."""
+    two products the size of the output besides; the part's largest cases have more than one head, so that stays past
+    the budget there, and one case past the budget fails the part."""
     x, cos = inputs["x"], inputs["cos"]  # (B, H, S, D), (S, D/2)
     return x.numel() * x.element_size() + 2 * 2 * cos.numel() * 4 + WRITE_SLACK
 
