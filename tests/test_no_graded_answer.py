@@ -4,15 +4,20 @@ fails the graded part's CPU-tier cases. The controls show the transplant can pas
 the solutions, moved through the same machinery into its own place, passes; and the instructor notebooks'
 exercise solutions that are graded kernels in all but name pass where they are meant to.
 
-tests/transplant.py does the work, in a child process that this module restarts after a crash.
+tests/transplant.py does the work, in a child process that this module restarts after a crash, or after a job that
+has run for JOB_SECONDS: an unmasked kernel's stray writes can corrupt the interpreter instead of crashing it (a fresh
+CI run hung for 900 s in a dict lookup after a GeGLU kernel without masks wrote past its tensors), and a hung job is
+counted as failed, as the grader's time limit would.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRANSPLANT = REPO_ROOT / "tests" / "transplant.py"
+JOB_SECONDS = 180.0  # the longest job (a correct flash attention forward over every CPU case of four parts) takes far less
 
 # Instructor notebook exercise solutions that are graded work under another name, and the parts they must
 # pass when put in place of the graded kernel (a kernel) or of the graded function (a wrapper).
@@ -41,19 +47,21 @@ EXPECTED_PASSES: dict[tuple[str, str], set[str]] = {
 
 
 def transplant(*args: str) -> list[dict[str, Any]]:
-    """Run tests/transplant.py to the end, restarting it after a crash. A job that crashes a fresh process
+    """Run tests/transplant.py to the end, restarting it after a crash or a hang. A job that crashes a fresh process
     (the first job it runs) is recorded as crashed and failed; a crash later in a process may come from an
     earlier job's stray writes, so that job is run again in a fresh process first."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO_ROOT)}
     results: dict[int, dict[str, Any]] = {}
     start, restarts = 0, 0
     while True:
-        proc = subprocess.run([sys.executable, str(TRANSPLANT), *args, "--skip", str(start)],
-                              cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+        stdout, stderr = _run_watched([sys.executable, str(TRANSPLANT), *args, "--skip", str(start)], env)
         last: dict[str, Any] | None = None
         done = False
-        for line in proc.stdout.splitlines():
-            record = json.loads(line)
+        for line in stdout.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:  # the last line of a process killed as it wrote
+                continue
             if "start" in record:
                 last = record
             elif "job" in record:
@@ -61,18 +69,46 @@ def transplant(*args: str) -> list[dict[str, Any]]:
             done = done or "done" in record
         if done:
             return [results[i] for i in sorted(results)]
-        assert last is not None, f"tests/transplant.py failed before its first job:\n{proc.stderr[-3000:]}"
+        assert last is not None, f"tests/transplant.py failed before its first job:\n{stderr[-3000:]}"
         restarts += 1
-        assert restarts <= 20, f"tests/transplant.py keeps crashing:\n{proc.stderr[-3000:]}"
+        assert restarts <= 20, f"tests/transplant.py keeps crashing:\n{stderr[-3000:]}"
         i = last["start"]
         if i in results:  # it crashed between jobs
             start = i + 1
         elif i == start:  # the first job of a fresh process: this job crashes it
             results[i] = {**{k: v for k, v in last.items() if k != "start"}, "job": i, "parts": [], "passed": [],
-                          "error": "crashed the interpreter"}  # fmt: skip
+                          "error": "crashed or hung the interpreter"}  # fmt: skip
             start = i + 1
         else:
             start = i
+
+
+def _run_watched(command: list[str], env: dict[str, str]) -> tuple[str, str]:
+    """Run the transplant process to its end, or until it prints nothing for JOB_SECONDS (a hung job: killed, and the
+    caller restarts from there as after a crash). Its stdout and stderr."""
+    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = bytearray(), bytearray()
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, out)
+    selector.register(proc.stderr, selectors.EVENT_READ, err)
+    heard = time.monotonic()
+    open_streams = 2
+    while open_streams:
+        events = selector.select(timeout=5.0)
+        for key, _ in events:
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if not chunk:
+                selector.unregister(key.fileobj)
+                open_streams -= 1
+            else:
+                key.data.extend(chunk)
+                if key.data is out:
+                    heard = time.monotonic()
+        if open_streams and time.monotonic() - heard > JOB_SECONDS:
+            proc.kill()
+            heard = time.monotonic()  # the pipes close as it dies
+    proc.wait()
+    return out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def _describe(results: Iterable[dict[str, Any]]) -> str:
