@@ -26,7 +26,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRANSPLANT = REPO_ROOT / "tests" / "transplant.py"
-JOB_SECONDS = 180.0  # the longest job (a correct flash attention forward over every CPU case of four parts) takes far less
+# Silence after which a job counts as hung: the longest (a correct flash attention forward over every CPU case of four
+# parts) takes far less.
+JOB_SECONDS = 180.0
 
 # Instructor notebook exercise solutions that are graded work under another name, and the parts they must
 # pass when put in place of the graded kernel (a kernel) or of the graded function (a wrapper).

@@ -87,7 +87,8 @@ def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case() -> None:
     outcomes = _outcomes(_graded("quant_matmul", "wrong_dequantize_to_memory", {"quant_matmul.w4a16"}))
     refused = _refused(outcomes, "dequantize-then-matmul")
     # with 40 rows, a dense float32 copy of the weights (N x K) is smaller than the room split-K partial sums get
-    assert not any(" M=40 " in name for name in refused) and "quant_matmul.w4a16 float32 M=1 K=2048 N=130 group_size=256 dist=extreme" in refused
+    assert not any(" M=40 " in name for name in refused)
+    assert "quant_matmul.w4a16 float32 M=1 K=2048 N=130 group_size=256 dist=extreme" in refused
     assert len(refused) == REFUSED["wrong_dequantize_to_memory"], sorted(set(outcomes) - refused)
 
 
@@ -136,7 +137,8 @@ def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
 
 
 def test_stored_scores_fail_the_forward_parts() -> None:
-    outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored", {"flash_attention.forward", "flash_attention.gqa"}))
+    tasks = {"flash_attention.forward", "flash_attention.gqa"}
+    outcomes = _outcomes(_graded("flash_attention", "wrong_scores_stored", tasks))
     assert len(outcomes) == 7
     refused = _refused(outcomes, "online softmax")
     assert {name.split(" ")[0] for name in refused} == {"flash_attention.forward", "flash_attention.gqa"}
@@ -168,7 +170,8 @@ def test_unfused_gelu_and_softmax_fail_every_case() -> None:
     refused = _refused(outcomes, "")
     # the smallest cases store twice their output within the slack for counters and padding
     assert len(refused) == REFUSED["wrong_unfused"], sorted(set(outcomes) - refused)
-    for task, says in (("fusion.gelu", "keeps every intermediate value in registers"), ("fusion.softmax", "written-out softmax")):
+    named = {"fusion.gelu": "keeps every intermediate value in registers", "fusion.softmax": "written-out softmax"}
+    for task, says in named.items():
         assert any(says in outcomes[name][1] for name in refused if name.startswith(task + " ")), (task, refused)
 
 
