@@ -4,10 +4,10 @@ fails the graded part's CPU-tier cases. The controls show the transplant can pas
 the solutions, moved through the same machinery into its own place, passes; and the instructor notebooks'
 exercise solutions that are graded kernels in all but name pass where they are meant to.
 
-tests/transplant.py does the work, in a child process that this module restarts after a crash, or after a job that
-has run for JOB_SECONDS: an unmasked kernel's stray writes can corrupt the interpreter instead of crashing it (a fresh
-CI run hung for 900 s in a dict lookup after a GeGLU kernel without masks wrote past its tensors), and a hung job is
-counted as failed, as the grader's time limit would.
+tests/transplant.py does the work, in a child process that bounds every interpreted launch to its own tensors (an
+unmasked kernel fails its case with OutOfBounds; before that bound, a GeGLU kernel without masks once corrupted the
+heap and hung a fresh CI run for 900 s in a dict lookup). This module restarts that process after a crash, or after a
+job silent for JOB_SECONDS, and counts the job as failed, as the grader's time limit would.
 """
 
 from __future__ import annotations
@@ -157,3 +157,41 @@ def test_instructor_exercise_solutions_pass_where_they_are_meant_to(results: lis
             passed.setdefault((Path(r["source"]).stem, r["candidate"]), set()).update(r["passed"])
     missing = {k: v - passed.get(k, set()) for k, v in EXPECTED_PASSES.items() if v - passed.get(k, set())}
     assert not missing, f"these exercise solutions should pass these parts but do not: {missing}"
+
+
+UNMASKED = '''
+import sys
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, "tests")
+from transplant import bound_every_launch
+
+
+@triton.jit
+def double_unmasked(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offsets, 2 * tl.load(x_ptr + offsets))
+
+
+bound_every_launch()
+x = torch.ones(3)
+y = torch.empty(3)
+double_unmasked[(1,)](x, y, BLOCK=4)
+print("no error")
+'''
+
+
+def test_a_transplanted_launch_may_touch_only_its_own_tensors() -> None:
+    """The bound that turns an unmasked kernel's stray accesses into a failed case (in a fresh process: it patches the
+    interpreter's launch for the whole process)."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-c", UNMASKED], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert "OutOfBounds" in done.stderr and "needs a mask" in done.stderr, done.stdout + done.stderr[-2000:]
+    assert "no error" not in done.stdout
+    inside = subprocess.run([sys.executable, "-c", UNMASKED.replace("torch.ones(3)", "torch.ones(4)")
+                             .replace("torch.empty(3)", "torch.empty(4)")], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert inside.stdout.strip() == "no error", inside.stderr[-2000:]

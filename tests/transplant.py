@@ -13,10 +13,11 @@ notebooks and the solutions) and tries each in a graded place, in this process:
   public function of the assignment (`gelu`, `flash_attention`, ...), for the parts that call it.
 
 Each part's CPU-tier cases then run, smallest first, until one fails: a candidate passes a part when
-every case does. Fresh memory is NaN during the call, as in the grader. A transplanted kernel can write
-out of bounds and bring the interpreter down, so `python tests/transplant.py` runs the jobs and prints one
-JSON line per job (and one before it): the caller restarts it after a crash, from the next job, and counts
-the crashed one as failed, as the grader would.
+every case does. Fresh memory is NaN during the call, as in the grader. Every interpreted launch may load and
+store only in the tensors it is given, as in the grader's replay: a kernel without masks fails its case with
+OutOfBounds instead of writing past its tensors. Should a kernel still bring the interpreter down,
+`python tests/transplant.py` runs the jobs and prints one JSON line per job (and one before it): the caller restarts
+it after a crash, from the next job, and counts the crashed one as failed, as the grader would.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -406,6 +407,38 @@ class _TimedOut(BaseException):
     pass
 
 
+def bound_every_launch() -> None:
+    """Every interpreted launch in this process may touch only the storages of its own tensor arguments (and of the
+    tensors its tensor descriptors describe): an unmasked store past a tensor's end raises OutOfBounds, which fails
+    the case, where it once corrupted the heap and left the interpreter spinning for minutes."""
+    import torch
+    from triton.runtime import interpreter
+
+    from autograder.replay import bounded, install_bounds_checks
+
+    install_bounds_checks()
+    executor = interpreter.GridExecutor
+    if getattr(executor, "_transplant_bounded", False):
+        return
+    launch = executor.__call__
+
+    def storages(values: Iterable[Any]) -> Iterator[Any]:
+        for v in values:
+            if isinstance(v, tuple):
+                yield from storages(v)
+            elif isinstance(v, torch.Tensor):
+                yield v.untyped_storage()
+            elif isinstance(getattr(v, "base", None), torch.Tensor):  # a TensorDescriptor
+                yield v.base.untyped_storage()
+
+    def bounded_launch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with bounded(list(storages([*args, *kwargs.values()]))):
+            return launch(self, *args, **kwargs)
+
+    executor.__call__ = bounded_launch
+    executor._transplant_bounded = True
+
+
 CONTROL_CASES = 1  # the controls show that the transplant can pass; the grading tests grade the whole parts
 
 
@@ -442,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         raise _TimedOut(f"computed past {JOB_SECONDS} s")
 
     signal.signal(signal.SIGPROF, alarm)
+    bound_every_launch()
     with tempfile.TemporaryDirectory() as tmp:
         for i, (job, defs) in enumerate(all_jobs(args.set.split(","), only)):
             if i < args.skip:
