@@ -44,7 +44,7 @@ _BOUNDS: list[Any] = []  # [starts, ends] (sorted numpy arrays of the replay's s
 _STRICT: list[bool] = [False]  # the replayer's: an interpreted access outside every bounded launch is refused too
 # Bytes that interpreted kernels stored (tl.store, a descriptor's store, an atomic), counted inside `counting_writes`.
 _WRITTEN: list[int] = []
-_COUNT_MOVES: list[bool] = []  # [whether PyTorch's fills and copies in one dtype count too] inside `counting_writes`
+_COUNT_MOVES: list[bool] = []  # [whether PyTorch's copies in one dtype count too] inside `counting_writes`
 
 
 def _check_addresses(ptrs: Any, mask: Any, itemsize: int, what: str) -> None:
@@ -81,26 +81,22 @@ def _count_written(mask: Any, shape: tuple[int, ...], itemsize: int) -> None:
     _WRITTEN[0] += elements * itemsize
 
 
-_FILLS = frozenset("zeros zeros_like new_zeros full full_like new_full ones ones_like new_ones fill_ zero_".split())
-
-
 def _count_converted(name: str, args: list, out: Any) -> None:
     """A copy into another dtype counts as a store: converting is arithmetic (int8 weights to float32 are the dequantized
     weights, less a scale), and the allowed ops would otherwise widen a tensor unseen (red team 23). Copies in one dtype
-    and fills move data and are counted only where `counting_writes(moves=True)` says (Part.write_budget_counts_moves):
-    elsewhere grouped-query attention may repeat K and V that way."""
+    move data and are counted only where `counting_writes(moves=True)` says (Part.write_budget_counts_moves): elsewhere
+    grouped-query attention may repeat K and V that way. A fill by a Python number is never counted: its value is fixed
+    in the record, so it carries nothing from the inputs a replay draws afresh (and, for kept inputs, the replay with
+    other ones refuses what it carries); a vendored split-K zeroes its partials that way (red team 25). A fill by a
+    tensor (`fill_.Tensor`) is a copy of that tensor. The recorder passes these ops' tensors by position, and the replay
+    refuses a record that names them (`_recorded_form`), so positions are where they are."""
     if not _WRITTEN:
         return
     moves = _COUNT_MOVES[0] if _COUNT_MOVES else False
-    if name == "copy_" and len(args) >= 2:
+    if name in ("copy_", "fill_") and len(args) >= 2:
         dst, src = args[0], args[1]
     elif name in ("_to_copy", "clone") and args:
         dst, src = out, args[0]
-    elif moves and name in _FILLS:
-        dst = args[0] if name.endswith("_") and args else out
-        if isinstance(dst, torch.Tensor):
-            _WRITTEN[0] += dst.numel() * dst.element_size()
-        return
     else:
         return
     if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and (moves or dst.dtype != src.dtype):
@@ -111,7 +107,7 @@ def _count_converted(name: str, args: list, out: Any) -> None:
 def counting_writes(moves: bool = False) -> Iterator[list[int]]:
     """Counts the bytes interpreted kernels store while it is open: [bytes] when it closes. Every store, descriptor
     store and atomic counts the elements its mask lets through (an atomic's read-modify-write counts as a store), and
-    every copy into another dtype its whole destination; with `moves`, every copy and fill its destination too."""
+    every copy into another dtype its whole destination; with `moves`, every copy in one dtype its destination too."""
     _WRITTEN[:] = [0]
     _COUNT_MOVES[:] = [moves]
     total = [0]
@@ -344,6 +340,12 @@ class Replay:
             sid = str(ref[0])
             if sid in state.storages:
                 return  # a view, or an op that wrote in place
+            if not (isinstance(ref, list) and len(ref) == 6) or _DTYPES.get(ref[4]) != actual.dtype:
+                # Placing it would convert it, unseen by the write budget (red team 25).
+                raise ReplayRefused(
+                    "The record of your call does not match what its operations do (an op's result is recorded in "
+                    "another dtype than the op makes): the record was changed."
+                )
             info = self.storages_info.get(sid, {})
             storage = torch.Tensor.untyped_storage(actual)
             if any(storage._cdata == s._cdata for s in state.storages.values()):
@@ -419,6 +421,7 @@ class Replay:
                     continue  # its value is already in the arguments that used it
                 args = self.decode(entry.get("args", []), state, fresh=True)
                 kwargs = self.decode_kwargs(entry.get("kwargs", {}), state, fresh=True)
+                _recorded_form(op, args, kwargs)
                 out = op(*args, **kwargs)
                 _count_converted(op_name(qualified), args, out)
                 self._bind_out(entry.get("out"), out, state)
@@ -481,6 +484,27 @@ class Replay:
                 f"Your kernel {name}, replayed on new inputs, made {cause} (the grader runs kernels only on the "
                 "memory of the call they belong to)."
             ) from None
+
+
+_POSITIONAL: dict[Any, tuple[int, frozenset[str]]] = {}  # op -> (its positional parameters, its keyword-only names)
+
+
+def _recorded_form(op: Any, args: list, kwargs: dict) -> None:
+    """Refuse an op entry that is not in the form the recorder writes: a dispatched op receives the arguments its schema
+    takes by position as positional arguments, and only its keyword-only ones by name. A record that names the others
+    was changed, and the change hides them from what reads the record by position (red team 25 passed `copy_`'s source
+    as `src=`, and the weights' conversion went uncounted)."""
+    form = _POSITIONAL.get(op)
+    if form is None:
+        arguments = op._schema.arguments
+        form = _POSITIONAL[op] = (sum(not a.kwarg_only for a in arguments),
+                                  frozenset(a.name for a in arguments if a.kwarg_only))  # fmt: skip
+    positional, keyword_only = form
+    if len(args) > positional or any(name not in keyword_only for name in kwargs):
+        raise ReplayRefused(
+            f"The record of your call does not match how the grader records an op ({op}: an argument PyTorch takes by "
+            "position is recorded by name): the record was changed."
+        )
 
 
 def _recordable(op: Any) -> bool:

@@ -106,7 +106,7 @@ class _Replayer:
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
             if budget is not None and written[0] > budget:
-                counted = ("PyTorch's fills and copies count as stores here" if part.write_budget_counts_moves
+                counted = ("PyTorch's copies count as stores here" if part.write_budget_counts_moves
                            else "a copy into another dtype counts as a store")
                 return {"status": "refused", "over_write_budget": True, "message": (
                     f"Your kernels stored {written[0]:,} bytes in this call ({counted}), "

@@ -93,10 +93,11 @@ class Part:
     # cases judge what a kernel moves. `write_budget_says`: what the budget allows, the end of the refusal's sentence.
     write_budget: Callable[[Tensors, Params], int] | None = None
     write_budget_says: str = ""
-    # Whether PyTorch's fills and copies in one dtype count against the budget too (copies into another dtype always
-    # do): for a part whose naive algorithm is an input laid out wider in memory, which a zeroed buffer and a strided
-    # copy into it make without arithmetic (red team 24 widened W8A16's weights to 32-bit words that way). Elsewhere
-    # copies move data the technique allows moving (grouped-query attention's repeated K and V, a clone rotated in place).
+    # Whether PyTorch's copies in one dtype count against the budget too (copies into another dtype always do): for a
+    # part whose naive algorithm is an input laid out wider in memory, which strided copies into a zeroed buffer make
+    # without arithmetic (red team 24 widened W8A16's weights to 32-bit words that way). Elsewhere copies move data the
+    # technique allows moving (grouped-query attention's repeated K and V, a clone rotated in place). Fills by a number
+    # never count: their values are fixed in the record, nothing computed from the inputs.
     write_budget_counts_moves: bool = False
 
     @property

@@ -64,13 +64,11 @@ WRONG = {
     "wrong_dequantize_then_torch_matmul": (W4, "all", "The graded call computed with PyTorch (aten.mm"),
     "wrong_prepare_dequantizes": (W4, "all", "a prepared layout may re-arrange the 4-bit weights, not dequantize"),
     "wrong_dequantized_stash": (W4, "all", "memory kept from before it (a module-level buffer, or state your setup step kept)"),
-    # (written for the cases of at most 4096 weights: two recorded ops a weight). Its fills write the weights widened,
-    # which the CPU tier's write budget counts in quant_matmul and refuses before the replay with other weights can;
-    # on a GPU, where stores are not counted, that replay is what refuses it.
+    # (written for the cases of at most 4096 weights: two recorded ops a weight). Fills by a number are not counted as
+    # stores, so the replay with other weights is what refuses it, on every tier.
     "wrong_weights_in_fill_values": (W4, {"float32 M=1 K=64 N=37 group_size=32", "float32 M=3 K=96 N=5 group_size=32",
                                           "float32 M=5 K=192 N=19 group_size=64", "float32 M=4 K=160 N=9 group_size=16"},
-                                     ("Replayed with other `w_packed`, `scales` of the same shapes",
-                                      "PyTorch's fills and copies count as stores here")),
+                                     "Replayed with other `w_packed`, `scales` of the same shapes"),
     "wrong_prepared_view_of_hidden_storage": (W4, "all", "replayed by the grader on new inputs"),
 }
 

@@ -341,6 +341,34 @@ def test_an_out_overload_of_an_allowed_op_is_refused() -> None:
         _replay(_tape([EMPTY, unsafe, LAUNCH], {"y": _ref(1, [100])}), torch.randn(100))
 
 
+@interpreted
+@pytest.mark.parametrize("entry", [
+    {"kind": "op", "op": "aten.copy_.default", "args": [_ref(1, [100])], "kwargs": {"src": _ref(0, [100])},
+     "out": _ref(1, [100])},
+    {"kind": "op", "op": "aten.clone.default", "args": [], "kwargs": {"self": _ref(0, [100])}, "out": _ref(1, [100])},
+])  # fmt: skip
+def test_an_argument_taken_by_position_and_recorded_by_name_is_refused(entry: dict) -> None:
+    """The recorder passes by position whatever an op's schema takes by position; the write budget reads copies' tensors
+    there. Red team 25 moved `copy_`'s source to `src=` and `clone`'s to `self=` in its own record: the weights' widening
+    ran in the replay, uncounted (70/70 on quant_matmul)."""
+    positional = {**entry, "args": [*entry["args"], *entry["kwargs"].values()], "kwargs": {}}
+    tape = _tape([positional, LAUNCH], {"y": _ref(1, [100])})
+    x = torch.randn(100)
+    assert torch.equal(_replay(tape, x)["y"], 2 * x)  # as recorded: replays
+    with pytest.raises(ReplayRefused, match="an argument PyTorch takes by position is recorded by name"):
+        _replay(_tape([entry, LAUNCH], {"y": _ref(1, [100])}), x)
+
+
+@interpreted
+def test_an_op_result_recorded_in_another_dtype_is_refused() -> None:
+    """Placing an op's result where the record says would convert it, unseen by the write budget (red team 25: an int8
+    clone recorded as float32 replayed as the weights widened)."""
+    clone = {"kind": "op", "op": "aten.clone.default", "args": [_ref(0, [100])], "kwargs": {},
+             "out": {"T": ["1", 0, [100], [1], "int32", "cpu"]}}  # fmt: skip
+    with pytest.raises(ReplayRefused, match="recorded in another dtype than the op makes"):
+        _replay(_tape([clone, LAUNCH], {"y": _ref(1, [100])}), torch.randn(100))
+
+
 COPIES_REFUSED = frozenset({"clone", "copy_", "_to_copy", "contiguous"})  # the transpose's refusals
 
 

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from autograder.grade import AssignmentResult, Selection, grade_assignment
-from autograder.replay import counting_writes, install_bounds_checks
+from autograder.replay import _count_converted, counting_writes, install_bounds_checks
 from autograder.specs import SLUGS, load_spec
 from conftest import REPO_ROOT, SEED, SUBMISSIONS
 
@@ -26,7 +26,7 @@ STORED = "Your kernels stored"
 FORFEIT = "this part's points need every case within its write budget"
 # How many cases of the graded parts each naive submission is refused in (the rest fit the budget and fail with their
 # part), with this course's cases and budgets: a change to either shows here.
-REFUSED = {"wrong_dequantize_to_memory": 8, "wrong_widen_by_conversion": 8, "byte copies": 8, "wrong_scores_stored": 2,
+REFUSED = {"wrong_dequantize_to_memory": 8, "wrong_widen_by_conversion": 8, "byte copies": 3, "wrong_scores_stored": 2,
            "scores stored, forward and gqa": 3, "wrong_unfused": 15}
 
 
@@ -94,13 +94,15 @@ def test_dequantizing_into_memory_a_chunk_at_a_time_fails_every_case() -> None:
 
 def test_weights_widened_by_a_pytorch_conversion_count_as_stored() -> None:
     outcomes = _outcomes(_graded("quant_matmul", "wrong_widen_by_conversion", {"quant_matmul.w8a16"}))
-    refused = _refused(outcomes, "fills and copies count as stores")
+    refused = _refused(outcomes, "copies count as stores")
     assert "quant_matmul.w8a16 float32 M=1 K=2049 N=96" in refused
     assert len(refused) == REFUSED["wrong_widen_by_conversion"], sorted(set(outcomes) - refused)
 
 
 # Red team 24: the int8 weights widened to 32-bit words with no conversion, by a zeroed buffer of four bytes a weight
-# and a copy in one dtype into the first byte of each; the kernel reads the words and restores the sign.
+# and a copy in one dtype into the first byte of each; the kernel reads the words and restores the sign. The zeros are
+# not counted (a fill by a number carries nothing from the inputs); the byte copy, one byte a weight, is, past the
+# budget at three cases of one row, and so every case fails.
 BYTE_COPIES = {
     "    w = w_int8.to(torch.float32)  # (N, K): the weights widened, by PyTorch\n": (
         "    words = torch.zeros((n, k, 4), dtype=torch.uint8, device=w_int8.device)\n"
@@ -114,7 +116,7 @@ BYTE_COPIES = {
 }
 
 
-def test_weights_widened_by_a_fill_and_copies_in_one_dtype_count_as_stored(tmp_path: Path) -> None:
+def test_weights_widened_by_copies_in_one_dtype_count_as_stored(tmp_path: Path) -> None:
     source = (SUBMISSIONS / "quant_matmul" / "wrong_widen_by_conversion.py").read_text()
     for old, new in BYTE_COPIES.items():
         assert source.count(old) == 1, "wrong_widen_by_conversion.py changed: update this test's edit"
@@ -124,9 +126,33 @@ def test_weights_widened_by_a_fill_and_copies_in_one_dtype_count_as_stored(tmp_p
     result = grade_assignment("quant_matmul", path, "cpu", seed=SEED, timeout=120.0,
                               selection=Selection(tasks={"quant_matmul.w8a16"}))  # fmt: skip
     outcomes = _outcomes(result)
-    refused = _refused(outcomes, "fills and copies count as stores")
+    refused = _refused(outcomes, "copies count as stores")
     assert "quant_matmul.w8a16 float32 M=1 K=2049 N=96" in refused
     assert len(refused) == REFUSED["byte copies"], sorted(set(outcomes) - refused)
+
+
+def test_a_fill_by_a_number_is_not_a_store_and_a_fill_by_a_tensor_is_a_copy() -> None:
+    buf = torch.empty(100)
+    with counting_writes(moves=True) as written:
+        _count_converted("fill_", [buf, 2.0], buf)
+        _count_converted("zero_", [buf], buf)
+        _count_converted("zeros", [[100]], torch.zeros(100))
+    assert written == [0]
+    with counting_writes(moves=True) as written:
+        _count_converted("fill_", [buf, torch.tensor(2.0)], buf)
+    assert written == [400]
+    with counting_writes(moves=False) as written:
+        _count_converted("fill_", [buf, torch.tensor(2, dtype=torch.int8)], buf)  # a conversion as well
+    assert written == [400]
+
+
+def test_split_k_with_its_partials_zeroed_by_torch_passes_every_case() -> None:
+    """Red team 25: 16 splits into a partials buffer from torch.zeros, vLLM's way; the fill used to count as a store of
+    every partial, twice the room, and the part was lost."""
+    tasks = {"quant_matmul.w8a16", "quant_matmul.w4a16"}
+    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_zeroed_partials", tasks))
+    assert all(status == "passed" for status, _ in outcomes.values()), outcomes
+    assert len(outcomes) == 23
 
 
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:

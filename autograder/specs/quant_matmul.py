@@ -308,9 +308,11 @@ def _speed(task: str, params: Params, target: float, zero_at: float = 1.0) -> Sp
 # past this budget at every case but the largest M of the CPU tier (40 rows, where a float32 copy fits in the room),
 # and one case past the budget fails the part. Besides: a fixed split count up to QUANT_SPLITS_ANY whatever K (a
 # decode's SPLIT_K = 16, its empty splits storing zeros), two more float32 copies of the output (an accumulator zeroed
-# by a kernel or torch.zeros, an epilogue that scales and casts) and one copy of the activations (red team 24). Fills
-# and copies by PyTorch count here (Part.write_budget_counts_moves): a zeroed buffer four bytes a weight with the int8
-# weights copied into one byte of each word is the weights widened, no conversion needed.
+# by a kernel or torch.zeros, an epilogue that scales and casts) and one copy of the activations (red team 24). Copies
+# by PyTorch count here (Part.write_budget_counts_moves): a zeroed buffer four bytes a weight with the int8 weights
+# copied into one byte of each word is the weights widened, no conversion needed, and its copies alone (one byte a
+# weight) are past the budget at one row. Fills by a number do not count anywhere (a split-K's partials zeroed by
+# torch.zeros, as vLLM's AWQ kernel does: red team 25).
 QUANT_SPLIT_MIN = 16
 QUANT_SPLITS_ANY = 16
 
@@ -326,7 +328,7 @@ QUANT_WRITES = (
     "a weight-only quantized matmul dequantizes each weight in registers, where it meets its product, and stores "
     f"the output (and with split-K a float32 partial sum for each split of at least {QUANT_SPLIT_MIN} of K, or of up to "
     f"{QUANT_SPLITS_ANY} splits of any length, an accumulator zeroed, an epilogue and a copy of x). Writing the weights "
-    "widened to memory (by a kernel, a PyTorch conversion, or a fill and a copy into a wider buffer), whole or a chunk "
+    "widened to memory (by a kernel, a PyTorch conversion, or copies into a wider buffer), whole or a chunk "
     "at a time, and multiplying "
     "after is the dequantize-then-matmul this assignment replaces: load the packed weights in the matmul's K loop and "
     "dequantize them there"

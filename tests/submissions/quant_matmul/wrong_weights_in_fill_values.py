@@ -1,9 +1,9 @@
 """Wrong (a rule violation, found by a red team on 2026-12-07): prepare() dequantizes the weights and keeps them as
 Python floats, and the graded call writes them into a fresh buffer one `fill_` at a time (select and fill_, both
 allowed), then multiplies in a plain float32 kernel: no tensor is carried, and the values travel in the call's record.
-The weights stay the same in every replay, so the values stay right. On the CPU tier the fills are counted as stores
-(the weights widened, past quant_matmul's write budget); on a GPU the grader records the call again with other
-weights of the same shapes and refuses a record that changes with them. Every W4A16 case fails."""
+The weights stay the same in every replay, so the values stay right. The grader records the call again with other
+weights of the same shapes and refuses a record that changes with them (fills by a number are not counted as stores:
+their values are the record's). Every W4A16 case fails."""
 
 
 import course.env  # noqa: F401
