@@ -162,6 +162,7 @@ class Guard:
         self._trusted: tuple[str, ...] = ()
         self._snapshot: list[tuple[str, Any, str, Any]] = []
         self._modules: dict[str, Any] = {}
+        self._default_dtype: Any = None  # torch's, when the snapshot was taken
         self._real_files: dict[str, str] = {}
         self._installed = False
 
@@ -454,6 +455,9 @@ class Guard:
                             pass
         self._snapshot = entries
         self._modules = {name: sys.modules.get(name) for name in list(sys.modules) if _is_watched_module(name)}
+        import torch
+
+        self._default_dtype = torch.get_default_dtype()
 
     def changed(self) -> list[str]:
         """Names of the watched functions and modules that are no longer what they were."""
@@ -475,7 +479,19 @@ class Guard:
 
     def check(self) -> list[str]:
         """Every problem found so far, after comparing the snapshot and the threads left running."""
+        import torch
+
         changed = self.changed()
+        if self._default_dtype is not None and torch.get_default_dtype() != self._default_dtype:
+            # torch.set_default_dtype swaps torch.Storage for its dtype's class: say what was done, not "patched"
+            changed = [c for c in changed if c != "torch.Storage"]
+            sentence = (
+                f"Your code changed PyTorch's default dtype to {torch.get_default_dtype()} (torch.set_default_dtype), "
+                "and left it changed; the grader's own tensors rely on the default. Give the tensors you make their "
+                "dtype instead (torch.zeros(..., dtype=x.dtype)), or restore the default before your code returns."
+            )
+            if sentence not in self.problems:
+                self.problems.append(sentence)
         if changed:
             shown = ", ".join(f"`{c}`" for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
             sentence = (

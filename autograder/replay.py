@@ -331,8 +331,10 @@ class Replay:
                 raise ReplayRefused(f"The record of your call holds a tensor descriptor this Triton cannot build ({exc}).") from None
         raise ReplayRefused("The record of your call is malformed.")
 
-    def _bind_out(self, encoded: Any, actual: Any, state: State) -> None:
-        """Place what a replayed op returned where the tape says its new storages were."""
+    def _bind_out(self, encoded: Any, actual: Any, state: State, from_tensors: bool = True) -> None:
+        """Place what a replayed op returned where the tape says its new storages were. `from_tensors`: the op read a
+        tensor, so its result must be in the recorded dtype; a factory op's constants (torch.zeros under a default dtype
+        the call changed and restored) may be converted into it."""
         if isinstance(encoded, dict) and "T" in encoded:
             if not isinstance(actual, torch.Tensor):
                 raise ReplayRefused("A PyTorch op of your call returned something else when replayed.")
@@ -340,8 +342,8 @@ class Replay:
             sid = str(ref[0])
             if sid in state.storages:
                 return  # a view, or an op that wrote in place
-            if not (isinstance(ref, list) and len(ref) == 6) or _DTYPES.get(ref[4]) != actual.dtype:
-                # Placing it would convert it, unseen by the write budget (red team 25).
+            if not (isinstance(ref, list) and len(ref) == 6) or (from_tensors and _DTYPES.get(ref[4]) != actual.dtype):
+                # Placing it would convert what it read from a tensor, unseen by the write budget (red team 25).
                 raise ReplayRefused(
                     "The record of your call does not match what its operations do (an op's result is recorded in "
                     "another dtype than the op makes): the record was changed."
@@ -366,12 +368,13 @@ class Replay:
                     "another shape or layout than the op makes): the record was changed."
                 )
         elif isinstance(encoded, dict) and "tuple" in encoded:
-            self._bind_out(encoded["tuple"], list(actual) if isinstance(actual, (tuple, list)) else actual, state)
+            self._bind_out(encoded["tuple"], list(actual) if isinstance(actual, (tuple, list)) else actual, state,
+                           from_tensors)
         elif isinstance(encoded, list):
             if not isinstance(actual, (tuple, list)) or len(actual) != len(encoded):
                 raise ReplayRefused("A PyTorch op of your call returned something else when replayed.")
             for e, a in zip(encoded, actual):
-                self._bind_out(e, a, state)
+                self._bind_out(e, a, state, from_tensors)
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -424,7 +427,7 @@ class Replay:
                 _recorded_form(op, args, kwargs)
                 out = op(*args, **kwargs)
                 _count_converted(op_name(qualified), args, out)
-                self._bind_out(entry.get("out"), out, state)
+                self._bind_out(entry.get("out"), out, state, _holds_tensor([*args, *kwargs.values()]))
             elif kind == "launch":
                 self._launch(index, entry, state)
             else:
@@ -484,6 +487,12 @@ class Replay:
                 f"Your kernel {name}, replayed on new inputs, made {cause} (the grader runs kernels only on the "
                 "memory of the call they belong to)."
             ) from None
+
+
+def _holds_tensor(values: Any) -> bool:
+    if isinstance(values, torch.Tensor):
+        return True
+    return isinstance(values, (list, tuple)) and any(_holds_tensor(v) for v in values)
 
 
 _POSITIONAL: dict[Any, tuple[int, frozenset[str]]] = {}  # op -> (its positional parameters, its keyword-only names)

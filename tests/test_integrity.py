@@ -316,6 +316,35 @@ def test_honest_rmsnorm_variants_pass_every_defence(name: str) -> None:
     _timing_message_only(one(result, "speed"))
 
 
+# Red team 26: a scratch tensor made under another default dtype, inside the call and restored (honest), or with the
+# default left changed from the file's import on (refused with a sentence that says what was done, not "patched").
+DEFAULT_DTYPE = {
+    "restored": ("    n = x.numel()\n    _gelu_kernel", "    previous = torch.get_default_dtype()\n"
+                 "    torch.set_default_dtype(torch.float64)\n    try:\n        flag = torch.zeros(1)  # float64\n"
+                 "    finally:\n        torch.set_default_dtype(previous)\n    n = x.numel()\n    _gelu_kernel"),
+    "left changed": ("import triton\n", "import triton\n\ntorch.set_default_dtype(torch.float64)\n"),
+}
+
+
+@pytest.mark.parametrize("how", list(DEFAULT_DTYPE))
+def test_a_default_dtype_changed_and_restored_passes_and_one_left_changed_says_so(how: str, tmp_path: Path) -> None:
+    old, new = DEFAULT_DTYPE[how]
+    source = (SUBMISSIONS / "fusion" / "correct_minimal.py").read_text()
+    assert source.count(old) == 1, "correct_minimal.py changed: update this test's edit"
+    path = tmp_path / "kernels.py"
+    path.write_text(source.replace(old, new))
+    selection = Selection(tasks={"fusion.gelu"}, max_cases=3)
+    result = grade_assignment("fusion", path, "cpu", seed=SEED, timeout=120.0, selection=selection)
+    cases = [c for c in result.cases if c.kind == "correctness"]
+    assert len(cases) == 3
+    if how == "restored":
+        assert all(c.status == "passed" for c in cases), [(c.name, c.message) for c in cases]
+    else:
+        for c in cases:
+            assert c.status != "passed" and "changed PyTorch's default dtype to torch.float64" in (c.message or ""), c
+            assert "patch" not in (c.message or ""), c.message
+
+
 @pytest.mark.skipif("rmsnorm" not in SLUGS, reason="no rmsnorm spec")
 def test_fake_results_are_neither_printed_nor_written(cheat_root: Path, tmp_path: Path) -> None:
     slug = "rmsnorm"
