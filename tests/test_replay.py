@@ -348,9 +348,9 @@ def test_an_out_overload_of_an_allowed_op_is_refused() -> None:
     {"kind": "op", "op": "aten.clone.default", "args": [], "kwargs": {"self": _ref(0, [100])}, "out": _ref(1, [100])},
 ])  # fmt: skip
 def test_an_argument_taken_by_position_and_recorded_by_name_is_refused(entry: dict) -> None:
-    """The recorder passes by position whatever an op's schema takes by position; the write budget reads copies' tensors
-    there. Red team 25 moved `copy_`'s source to `src=` and `clone`'s to `self=` in its own record: the weights' widening
-    ran in the replay, uncounted (70/70 on quant_matmul)."""
+    """The recorder passes by position whatever an op's schema takes by position; the write budget reads copies'
+    tensors there. Red team 25 moved `copy_`'s source to `src=` and `clone`'s to `self=` in its own record: the
+    weights' widening ran in the replay, uncounted (70/70 on quant_matmul)."""
     positional = {**entry, "args": [*entry["args"], *entry["kwargs"].values()], "kwargs": {}}
     tape = _tape([positional, LAUNCH], {"y": _ref(1, [100])})
     x = torch.randn(100)

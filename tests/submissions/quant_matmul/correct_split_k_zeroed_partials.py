@@ -1,7 +1,8 @@
 """An honest split-K submission written the way vLLM's AWQ and GPTQ Triton kernels are: a fixed count of 16 splits
-(whatever K), each storing its float32 partial tile in a partials buffer made by `torch.zeros`, then a reduce kernel that
-sums the splits and applies the scale. Dequantization is in registers, in the K loop. The zeros are a fill by a number,
-not counted against the write budget (red team 25: counted, they pushed this file past it at 7 cases and lost 70/70)."""
+(whatever K), each storing its float32 partial tile in a partials buffer made by `torch.zeros`, then a reduce kernel
+that sums the splits and applies the scale. Dequantization is in registers, in the K loop. The zeros are a fill by a
+number, not counted against the write budget (red team 25: counted, they pushed this file past it at 7 cases and lost
+70/70)."""
 
 import course.env  # noqa: F401
 import torch
