@@ -148,11 +148,11 @@ def test_a_fill_by_a_number_is_not_a_store_and_a_fill_by_a_tensor_is_a_copy() ->
 
 def test_split_k_with_its_partials_zeroed_by_torch_passes_every_case() -> None:
     """Red team 25: 16 splits into a partials buffer from torch.zeros, vLLM's way; the fill used to count as a store of
-    every partial, twice the room, and the part was lost."""
-    tasks = {"quant_matmul.w8a16", "quant_matmul.w4a16"}
-    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_zeroed_partials", tasks))
+    every partial, twice the room, and both parts were lost (W8A16's cases alone here: W4A16 zeroes its partials the
+    same way, and its cases take twice as long under the interpreter)."""
+    outcomes = _outcomes(_graded("quant_matmul", "correct_split_k_zeroed_partials", {"quant_matmul.w8a16"}))
     assert all(status == "passed" for status, _ in outcomes.values()), outcomes
-    assert len(outcomes) == 23
+    assert len(outcomes) == 10
 
 
 def test_split_k_as_fine_as_the_budget_counts_passes_every_case() -> None:
